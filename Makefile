@@ -1,0 +1,39 @@
+# One entry point for setup, tests and the demo. Every target creates/uses .venv.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test test-fast test-flink lint format java demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -e ".[dev,flink]"
+	touch $(STAMP)
+
+## The README's test command: lint, types, the fast suite, then the Flink suite.
+test: venv lint test-fast test-flink
+
+test-fast: venv
+	$(PY) -m pytest -m "not flink" -q
+
+test-flink: venv
+	$(PY) -m pytest -m flink -q
+
+lint: venv
+	$(PY) -m ruff check flink_agents tests examples benchmarks
+	$(PY) -m ruff format --check flink_agents tests examples benchmarks
+	$(PY) -m mypy
+
+format: venv
+	$(PY) -m ruff check --fix flink_agents tests examples benchmarks
+	$(PY) -m ruff format flink_agents tests examples benchmarks
+
+bench: venv
+	$(PY) benchmarks/local_env.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""User-facing API of flink-agents (names follow Apache Flink Agents' Python API)."""

@@ -1,0 +1,98 @@
+"""Decorators that declare actions and resources on an :class:`Agent` class.
+
+They only record metadata on the function; :meth:`AgentPlan.from_agent
+<flink_agents.plan.agent_plan.AgentPlan.from_agent>` checks everything when the agent is
+compiled. ``@staticmethod`` may be stacked above or below them, or left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from flink_agents.api.events.event import Event
+from flink_agents.api.resource import ResourceType
+
+F = TypeVar("F")
+
+ACTION_ATTR = "_flink_agents_action"
+RESOURCE_ATTR = "_flink_agents_resource"
+
+
+@dataclass(frozen=True)
+class ActionMarker:
+    """What ``@action`` recorded: listened event types and the action's config."""
+
+    events: tuple[type[Event] | str, ...]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceMarker:
+    """What a resource decorator recorded: the resource type."""
+
+    resource_type: ResourceType
+
+
+def _mark(obj: Any, attr: str, marker: Any) -> Any:
+    target = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
+    setattr(target, attr, marker)
+    return obj
+
+
+def action(*events: type[Event] | str, **config: Any) -> Callable[[F], F]:
+    """Mark a function ``(event, ctx)`` as an action listening to ``events``.
+
+    Args:
+        *events: event classes (``InputEvent``) or type strings (``"_input_event"``).
+        **config: values the action reads with ``ctx.get_action_config_value``.
+    """
+
+    def decorate(func: F) -> F:
+        return _mark(func, ACTION_ATTR, ActionMarker(events=tuple(events), config=dict(config)))  # type: ignore[no-any-return]
+
+    if len(events) == 1 and callable(events[0]) and not isinstance(events[0], type):
+        raise TypeError("@action needs the event types to listen to: use @action(InputEvent)")
+    return decorate
+
+
+def tool(func: F) -> F:
+    """Mark a function as a tool: the method name is the tool name, its signature and
+    docstring give the argument schema and description."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL))  # type: ignore[no-any-return]
+
+
+def prompt(func: F) -> F:
+    """Mark a function returning a :class:`Prompt`; the method name is the resource name."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.PROMPT))  # type: ignore[no-any-return]
+
+
+def chat_model_connection(func: F) -> F:
+    """Mark a function returning the ``ResourceDescriptor`` of a chat model connection."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL_CONNECTION))  # type: ignore[no-any-return]
+
+
+def chat_model_setup(func: F) -> F:
+    """Mark a function returning the ``ResourceDescriptor`` of a chat model setup."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL))  # type: ignore[no-any-return]
+
+
+def embedding_model_connection(func: F) -> F:
+    """Mark a function returning the ``ResourceDescriptor`` of an embedding connection."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL_CONNECTION))  # type: ignore[no-any-return]
+
+
+def embedding_model_setup(func: F) -> F:
+    """Mark a function returning the ``ResourceDescriptor`` of an embedding model setup."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL))  # type: ignore[no-any-return]
+
+
+def vector_store(func: F) -> F:
+    """Mark a function returning the ``ResourceDescriptor`` of a vector store."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.VECTOR_STORE))  # type: ignore[no-any-return]
+
+
+def mcp_server(func: F) -> F:
+    """Mark a function returning the ``ResourceDescriptor`` of an MCP server."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.MCP_SERVER))  # type: ignore[no-any-return]

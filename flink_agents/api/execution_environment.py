@@ -1,0 +1,112 @@
+"""The entry point: where agents get their input and where their output goes.
+
+``AgentsExecutionEnvironment.get_execution_environment()`` gives the local environment
+(``from_list`` / ``to_list``, no Flink needed); with a PyFlink ``StreamExecutionEnvironment``
+it gives the Flink environment (``from_datastream`` / ``from_table`` / ``to_datastream`` /
+``to_table``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from flink_agents.api.agents.agent import Agent, resource_type_of
+from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.api.resource import ResourceType
+
+
+class AgentBuilder(ABC):
+    """Returned by ``from_*``: apply an agent, then choose where the output goes."""
+
+    @abstractmethod
+    def apply(self, agent: Agent) -> AgentBuilder:
+        """Run ``agent`` on this input (compiles it into a plan now)."""
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """Outputs as ``[{key: output}, ...]`` (local environment), filled by ``execute()``."""
+        raise NotImplementedError("to_list() is for the local environment; use to_datastream()")
+
+    def to_datastream(self, output_type: Any = None) -> Any:
+        """Outputs as a DataStream (Flink environment)."""
+        raise NotImplementedError("to_datastream() needs the Flink environment")
+
+    def to_table(self, schema: Any, output_type: Any) -> Any:
+        """Outputs as a Table with ``schema`` (Flink environment)."""
+        raise NotImplementedError("to_table() needs the Flink environment")
+
+
+class AgentsExecutionEnvironment(ABC):
+    """Base of the local and the Flink environments."""
+
+    def __init__(self) -> None:
+        self._config = AgentConfiguration()
+        self._resources: dict[ResourceType, dict[str, Any]] = {}
+
+    @staticmethod
+    def get_execution_environment(
+        env: Any = None, t_env: Any = None, **kwargs: Any
+    ) -> AgentsExecutionEnvironment:
+        """The local environment when ``env`` is None, else the Flink environment over
+        the PyFlink ``StreamExecutionEnvironment`` ``env`` (and ``StreamTableEnvironment``
+        ``t_env`` for tables)."""
+        if env is None:
+            from flink_agents.runtime.local.environment import LocalExecutionEnvironment
+
+            return LocalExecutionEnvironment(**kwargs)
+        from flink_agents.runtime.flink.environment import FlinkExecutionEnvironment
+
+        return FlinkExecutionEnvironment(env, t_env, **kwargs)
+
+    def get_config(self) -> AgentConfiguration:
+        """The configuration shared by the agents of this environment."""
+        return self._config
+
+    def add_resource(
+        self, name: str, resource_type_or_instance: Any, instance: Any = None
+    ) -> AgentsExecutionEnvironment:
+        """Add a resource every agent of this environment can use:
+        ``add_resource(name, instance)`` or ``add_resource(name, resource_type, instance)``."""
+        if instance is None:
+            instance = resource_type_or_instance
+            rtype = resource_type_of(instance)
+        else:
+            rtype = ResourceType(resource_type_or_instance)
+        self._resources.setdefault(rtype, {})[name] = instance
+        return self
+
+    @property
+    def resources(self) -> dict[ResourceType, dict[str, Any]]:
+        """Resources added to the environment, by type and name."""
+        return self._resources
+
+    def from_list(self, input: list[Any]) -> AgentBuilder:  # noqa: A002
+        """Input from a Python list (local environment)."""
+        raise NotImplementedError("from_list() is for the local environment")
+
+    def from_datastream(
+        self,
+        input: Any,  # noqa: A002
+        key_selector: Callable[[Any], Any] | Any = None,
+    ) -> AgentBuilder:
+        """Input from a PyFlink DataStream (Flink environment)."""
+        raise NotImplementedError(
+            "from_datastream() needs the Flink environment: "
+            "AgentsExecutionEnvironment.get_execution_environment(env)"
+        )
+
+    def from_table(
+        self,
+        input: Any,  # noqa: A002
+        key_selector: Callable[[Any], Any] | Any = None,
+    ) -> AgentBuilder:
+        """Input from a PyFlink Table (Flink environment)."""
+        raise NotImplementedError(
+            "from_table() needs the Flink environment: "
+            "AgentsExecutionEnvironment.get_execution_environment(env, t_env)"
+        )
+
+    @abstractmethod
+    def execute(self) -> Any:
+        """Run what was built."""

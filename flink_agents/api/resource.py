@@ -1,0 +1,120 @@
+"""Resources: chat models, tools, prompts, embeddings, vector stores, MCP servers.
+
+A resource is declared either as a :class:`ResourceDescriptor` (a recipe: class + arguments,
+instantiated lazily once per task slot) or, for :class:`SerializableResource` (prompts,
+tools), as the instance itself, which travels inside the plan.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ResourceType(str, Enum):
+    """The kinds of resources an agent can declare."""
+
+    CHAT_MODEL = "chat_model"
+    CHAT_MODEL_CONNECTION = "chat_model_connection"
+    TOOL = "tool"
+    PROMPT = "prompt"
+    EMBEDDING_MODEL = "embedding_model"
+    EMBEDDING_MODEL_CONNECTION = "embedding_model_connection"
+    VECTOR_STORE = "vector_store"
+    MCP_SERVER = "mcp_server"
+
+
+class Resource(BaseModel, ABC):
+    """Base class of every resource.
+
+    Attributes:
+        get_resource: set by the runtime; lets a resource look up the resources it depends on
+            (a chat model setup its connection and tools, a vector store its embedding model).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    get_resource: Callable[[str, ResourceType], Any] | None = Field(default=None, exclude=True)
+
+    @classmethod
+    @abstractmethod
+    def resource_type(cls) -> ResourceType:
+        """The kind of this resource."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, empty on purpose
+        """Release what the resource holds (connections, processes). Called once."""
+
+    def _lookup(self, name: str, rtype: ResourceType) -> Any:
+        if self.get_resource is None:
+            from flink_agents.errors import ResourceError
+
+            raise ResourceError(
+                f"{type(self).__name__} needs resource {name!r} ({rtype.value}) but was not "
+                "created by an agent runtime; pass get_resource= when creating it by hand"
+            )
+        return self.get_resource(name, rtype)
+
+
+class SerializableResource(Resource, ABC):
+    """A resource whose instance can travel inside the plan as JSON (prompts, tools)."""
+
+
+class ResourceDescriptor:
+    """A recipe for a resource: the class to create and the arguments to create it with.
+
+    Args:
+        clazz: the resource class, or its dotted import path as a string.
+        **arguments: keyword arguments for the class. Secrets (``api_key`` and the like) are
+            kept out of the plan JSON; prefer leaving them unset so the integration reads its
+            environment variable.
+    """
+
+    def __init__(self, clazz: type[Resource] | str | None = None, **arguments: Any) -> None:
+        if clazz is None:
+            raise TypeError("ResourceDescriptor needs clazz= (a Resource class or its path)")
+        if isinstance(clazz, str):
+            module, _, name = clazz.rpartition(".")
+            if not module:
+                raise ValueError(
+                    f"ResourceDescriptor clazz {clazz!r} must be a dotted path 'pkg.module.Class'"
+                )
+            self.target_module, self.target_clazz = module, name
+            self._clazz: type[Resource] | None = None
+        else:
+            self.target_module, self.target_clazz = clazz.__module__, clazz.__qualname__
+            self._clazz = clazz
+        self.arguments: dict[str, Any] = dict(arguments)
+
+    @property
+    def clazz(self) -> type[Resource]:
+        """The resource class, imported on first use."""
+        if self._clazz is None:
+            obj: Any = importlib.import_module(self.target_module)
+            for part in self.target_clazz.split("."):
+                obj = getattr(obj, part)
+            self._clazz = obj
+        return self._clazz
+
+    @property
+    def class_path(self) -> str:
+        """``module.Class`` of the resource class."""
+        return f"{self.target_module}.{self.target_clazz}"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ResourceDescriptor)
+            and self.class_path == other.class_path
+            and self.arguments == other.arguments
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.class_path)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}=..." for k in self.arguments)
+        return f"ResourceDescriptor({self.class_path}{', ' if args else ''}{args})"

@@ -1,0 +1,88 @@
+"""What an action sees while it runs."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from flink_agents.api.events.event import Event
+from flink_agents.api.memory_object import MemoryObject
+from flink_agents.api.metric_group import MetricGroup
+from flink_agents.api.resource import Resource, ResourceType
+
+T = TypeVar("T")
+
+
+class RunnerContext(ABC):
+    """The context passed to every action as its second argument."""
+
+    @abstractmethod
+    def send_event(self, event: Event) -> None:
+        """Send an event; actions listening to its type run next in this run. An
+        :class:`~flink_agents.api.events.event.OutputEvent`'s ``output`` leaves the agent."""
+
+    @abstractmethod
+    def get_resource(self, name: str, type: ResourceType) -> Resource:  # noqa: A002
+        """The resource ``name`` of ``type``, created on first use and cached per slot."""
+
+    @property
+    @abstractmethod
+    def short_term_memory(self) -> MemoryObject:
+        """Memory of the current key that persists across its inputs (Flink keyed state)."""
+
+    @property
+    @abstractmethod
+    def sensory_memory(self) -> MemoryObject:
+        """Memory of the current run, cleared when the run ends."""
+
+    @property
+    def long_term_memory(self) -> Any:
+        """Long-term memory is not available yet."""
+        raise NotImplementedError(
+            "long-term memory is not supported yet; use short_term_memory (keyed state)"
+        )
+
+    @property
+    @abstractmethod
+    def config(self) -> Any:
+        """The agent configuration (:class:`~flink_agents.api.core_options.AgentConfiguration`)."""
+
+    @property
+    @abstractmethod
+    def action_config(self) -> dict[str, Any]:
+        """The config given to the running action (``add_action(..., **config)``)."""
+
+    def get_action_config_value(self, key: str, default: Any = None) -> Any:
+        """One value of :attr:`action_config`."""
+        return self.action_config.get(key, default)
+
+    @abstractmethod
+    def durable_execute(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call ``func(*args, **kwargs)`` once: its result is recorded in state, and a run
+        replayed after a failure gets the recorded result instead of calling again.
+
+        The result must be picklable.
+        """
+
+    @abstractmethod
+    async def durable_execute_async(
+        self, func: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
+    ) -> T:
+        """Like :meth:`durable_execute`, without blocking other keys while it waits: an
+        ``async def`` function is awaited, a plain one runs on a worker thread."""
+
+    @property
+    @abstractmethod
+    def key(self) -> Any:
+        """The key of the input being processed."""
+
+    @property
+    @abstractmethod
+    def agent_metric_group(self) -> MetricGroup:
+        """Metrics of the agent."""
+
+    @property
+    @abstractmethod
+    def action_metric_group(self) -> MetricGroup:
+        """Metrics of the running action."""

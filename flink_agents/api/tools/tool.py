@@ -1,0 +1,91 @@
+"""Tools a chat model can call."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from flink_agents.api.resource import ResourceType, SerializableResource
+
+if TYPE_CHECKING:
+    from flink_agents.api.tools.function_tool import FunctionTool
+
+
+class ToolType(str, Enum):
+    """Where a tool runs."""
+
+    MODEL_BUILT_IN = "model_built_in"
+    FUNCTION = "function"
+    REMOTE_FUNCTION = "remote_function"
+    MCP = "mcp"
+
+
+class ToolMetadata(BaseModel):
+    """What a model is told about a tool.
+
+    Attributes:
+        name: the name the model calls it by.
+        description: what it does.
+        args_schema: JSON schema (an object) of its arguments.
+    """
+
+    name: str
+    description: str = ""
+    args_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+    def to_openai_tool(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool (also used by Ollama)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.args_schema,
+            },
+        }
+
+
+class Tool(SerializableResource, ABC):
+    """Base class of tools.
+
+    Attributes:
+        metadata: name, description and argument schema.
+    """
+
+    metadata: ToolMetadata
+
+    @classmethod
+    def resource_type(cls) -> ResourceType:
+        return ResourceType.TOOL
+
+    @classmethod
+    def tool_type(cls) -> ToolType:
+        """Where the tool runs."""
+        return ToolType.FUNCTION
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.metadata.name
+
+    @abstractmethod
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the tool with keyword arguments from the model."""
+
+    async def acall(self, **kwargs: Any) -> Any:
+        """Run the tool without blocking the event loop (a thread by default)."""
+        return await asyncio.to_thread(self.call, **kwargs)
+
+    @staticmethod
+    def from_callable(func: Callable[..., Any]) -> FunctionTool:
+        """A tool from a function; its schema comes from the signature and docstring."""
+        from flink_agents.api.tools.function_tool import FunctionTool
+
+        return FunctionTool.from_callable(func)

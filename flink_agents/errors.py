@@ -1,0 +1,166 @@
+"""The one error hierarchy of flink-agents.
+
+::
+
+    FlinkAgentsError
+     +-- ConfigurationError          developer mistake: a bad option value or key
+     +-- PlanValidationError         developer mistake: the agent cannot be compiled
+     +-- MemoryValueError            developer mistake: a value memory cannot hold
+     +-- RuntimeFailure              something failed while a run was executing
+          +-- ActionError            an action raised (carries key, action, event id)
+          +-- ResourceError          a resource could not be found or created
+          +-- ModelCallError         a chat/embedding model call failed
+          +-- ToolError              a tool call failed
+          |    +-- ToolArgumentError the model called a tool with bad arguments
+          |    +-- UnknownToolError  the model called a tool that does not exist
+          +-- OutputSchemaError      a model reply does not match the output schema
+          +-- JavaBridgeError        a Java resource failed (carries the Java message)
+
+Every error pickles (Flink pickles exceptions between the Python worker and the JVM), so
+all extra attributes are passed through ``__reduce__``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FlinkAgentsError(Exception):
+    """Root of every error raised by flink-agents."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__.copy()))
+
+
+def _rebuild(cls: type[FlinkAgentsError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class ConfigurationError(FlinkAgentsError, ValueError):
+    """An option has an unknown key or a value of the wrong type or range."""
+
+
+class PlanValidationError(FlinkAgentsError, ValueError):
+    """An agent cannot be compiled into a plan.
+
+    Attributes:
+        problems: every problem found, each with a hint on how to fix it.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"the agent plan is invalid ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class MemoryValueError(FlinkAgentsError, TypeError):
+    """A value that memory cannot hold (memory keeps JSON-like values only)."""
+
+
+class RuntimeFailure(FlinkAgentsError):
+    """Something failed while a run was executing.
+
+    Attributes:
+        key: the key of the input whose run failed (None outside a run).
+        action: the action that was running, if any.
+        event_id: the id of the event the action was processing, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: Any = None,
+        action: str | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        self.message = message
+        self.key = key
+        self.action = action
+        self.event_id = event_id
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.key is not None:
+            where.append(f"key={self.key!r}")
+        if self.action is not None:
+            where.append(f"action={self.action!r}")
+        if self.event_id is not None:
+            where.append(f"event={self.event_id}")
+        return f"{self.message} [{', '.join(where)}]" if where else self.message
+
+    def with_location(
+        self, *, key: Any = None, action: str | None = None, event_id: str | None = None
+    ) -> RuntimeFailure:
+        """Fill in where the error happened, keeping what is already known."""
+        if self.key is None:
+            self.key = key
+        if self.action is None:
+            self.action = action
+        if self.event_id is None:
+            self.event_id = event_id
+        self.args = (self._render(),)
+        return self
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class ActionError(RuntimeFailure):
+    """An action raised an exception; the original is the ``__cause__``."""
+
+
+class ResourceError(RuntimeFailure):
+    """A resource is missing, has the wrong type, or failed to be created."""
+
+
+class ModelCallError(RuntimeFailure):
+    """A model call failed after retries.
+
+    Attributes:
+        provider: e.g. ``"openai"``, ``"ollama"``.
+        model: the model name.
+        status: the HTTP status, if there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        **location: Any,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.status = status
+        parts = [p for p in (provider and f"provider={provider}", model and f"model={model}") if p]
+        if status is not None:
+            parts.append(f"status={status}")
+        prefix = f"{', '.join(parts)}: " if parts else ""
+        super().__init__(prefix + message, **location)
+
+
+class ToolError(RuntimeFailure):
+    """A tool call failed."""
+
+
+class ToolArgumentError(ToolError):
+    """A tool was called with arguments that do not match its schema."""
+
+
+class UnknownToolError(ToolError):
+    """A tool that does not exist was requested."""
+
+
+class OutputSchemaError(RuntimeFailure):
+    """A model reply could not be parsed into the requested output schema."""
+
+
+class JavaBridgeError(RuntimeFailure):
+    """A Java resource raised; the message carries the Java exception text."""

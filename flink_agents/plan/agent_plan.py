@@ -1,0 +1,405 @@
+"""The AgentPlan: an agent compiled into plain data that travels as JSON.
+
+The plan holds actions (function references + the event types they listen to + config),
+``actions_by_event`` and resource providers (class path + arguments, or the serialized
+instance). :meth:`AgentPlan.from_agent` validates the agent and raises one
+:class:`~flink_agents.errors.PlanValidationError` that lists every problem with a hint.
+
+Secrets (arguments named like ``api_key``, ``password``, ``token``, ``secret``) never appear
+in the JSON: they are replaced by a marker and kept in a private side table that the hosts
+carry next to the plan.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from flink_agents.api._function import FunctionRef, function_ref, is_async, unwrap
+from flink_agents.api.agents.agent import Agent, resource_type_of
+from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
+from flink_agents.api.events.event import Event, event_class_for
+from flink_agents.api.resource import (
+    Resource,
+    ResourceDescriptor,
+    ResourceType,
+    SerializableResource,
+)
+from flink_agents.api.tools.function_tool import FunctionTool
+from flink_agents.errors import PlanValidationError
+
+SECRET_MARKER = "__flink_agents_secret__"
+MODEL_MARKER = "__pydantic_model__"
+_SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|token|credential)s?$", re.I)
+
+
+class ActionPlan(BaseModel):
+    """One action of the plan.
+
+    Attributes:
+        name: unique name.
+        func: where its function is.
+        listen_event_types: type strings of the events it reacts to.
+        config: its config values.
+        is_async: whether the function is ``async def``.
+        builtin: whether it is one of ours (chat, tool call, context retrieval).
+    """
+
+    name: str
+    func: FunctionRef
+    listen_event_types: list[str]
+    config: dict[str, Any] = Field(default_factory=dict)
+    is_async: bool = False
+    builtin: bool = False
+
+    _callable: Callable[..., Any] | None = PrivateAttr(default=None)
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The action's function (imported once)."""
+        if self._callable is None:
+            self._callable = unwrap(self.func.resolve())
+        return self._callable
+
+
+class ResourceProvider(BaseModel):
+    """How to create one resource on the task side.
+
+    Attributes:
+        name: resource name.
+        type: resource type.
+        clazz: import path of the resource class.
+        arguments: constructor arguments of a descriptor (secrets replaced by a marker).
+        serialized: the dumped instance of a serializable resource.
+    """
+
+    name: str
+    type: ResourceType
+    clazz: str
+    arguments: dict[str, Any] | None = None
+    serialized: dict[str, Any] | None = None
+
+
+def _encode_argument(value: Any, where: str, problems: list[str]) -> Any:
+    """JSON form of a descriptor argument (pydantic models tagged with their class)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_encode_argument(v, where, problems) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _encode_argument(v, where, problems) for k, v in value.items()}
+    if isinstance(value, BaseModel):
+        cls = type(value)
+        return {
+            MODEL_MARKER: f"{cls.__module__}.{cls.__qualname__}",
+            "data": json.loads(value.model_dump_json()),
+        }
+    problems.append(
+        f"{where} is {type(value).__name__}, which cannot be stored in the plan: use JSON "
+        "values (str, numbers, lists, dicts) or pydantic models"
+    )
+    return None
+
+
+def decode_argument(value: Any) -> Any:
+    """Inverse of the plan's argument encoding."""
+    if isinstance(value, list):
+        return [decode_argument(v) for v in value]
+    if isinstance(value, dict):
+        if MODEL_MARKER in value:
+            from flink_agents.api.resource import ResourceDescriptor as _RD
+
+            cls = _RD(value[MODEL_MARKER]).clazz
+            return cls.model_validate(value["data"])
+        return {k: decode_argument(v) for k, v in value.items()}
+    return value
+
+
+def _event_type_string(event: Any, action: str, problems: list[str]) -> str | None:
+    if isinstance(event, type) and issubclass(event, Event):
+        return event.EVENT_TYPE
+    if isinstance(event, str):
+        if event_class_for(event) is None:
+            problems.append(
+                f"action {action!r} listens to unknown event type {event!r}: use an event "
+                "class, a built-in type string such as '_input_event', or define "
+                f"`class MyEvent(Event): EVENT_TYPE = {event!r}` in an imported module"
+            )
+            return None
+        return event
+    problems.append(
+        f"action {action!r} listens to {event!r}, which is neither an Event subclass nor "
+        "an event type string"
+    )
+    return None
+
+
+def _check_signature(name: str, func: Callable[..., Any], problems: list[str]) -> None:
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if params and params[0].name == "self":
+        problems.append(
+            f"action {name!r} takes `self`; actions are static functions (event, ctx): add "
+            "@staticmethod and drop self"
+        )
+        return
+    positional = [
+        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(positional) != 2 and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        problems.append(
+            f"action {name!r} must take exactly two arguments (event, ctx); it takes "
+            f"{[p.name for p in params]}"
+        )
+
+
+class AgentPlan(BaseModel):
+    """An agent compiled into data.
+
+    Attributes:
+        actions: actions by name.
+        actions_by_event: action names by listened event type, in declaration order.
+        resource_providers: providers by resource type and name.
+        config: the configuration values that were set.
+    """
+
+    actions: dict[str, ActionPlan]
+    actions_by_event: dict[str, list[str]]
+    resource_providers: dict[ResourceType, dict[str, ResourceProvider]]
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    _secrets: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    # -- compiling ---------------------------------------------------------------------
+    @staticmethod
+    def from_agent(
+        agent: Agent,
+        config: AgentConfiguration | Mapping[str, Any] | None = None,
+        resources: Mapping[ResourceType, Mapping[str, Any]] | None = None,
+    ) -> AgentPlan:
+        """Compile ``agent``.
+
+        Args:
+            agent: the agent.
+            config: configuration (options and free keys).
+            resources: resources of the environment, shared by its agents; the agent's own
+                resources win on a name clash.
+
+        Raises:
+            PlanValidationError: with every problem found.
+        """
+        from flink_agents.plan.builtin_actions import BUILTIN_ACTIONS
+
+        if not isinstance(config, AgentConfiguration):
+            config = AgentConfiguration(config)
+        problems: list[str] = list(agent.declaration_problems)
+        allow_pickle = bool(config.get(AgentConfigOptions.ALLOW_PICKLED_FUNCTIONS))
+
+        actions: dict[str, ActionPlan] = {}
+        by_event: dict[str, list[str]] = {}
+        definitions = list(agent.actions.values())
+        for definition in definitions:
+            if definition.name in BUILTIN_ACTIONS:
+                problems.append(
+                    f"action name {definition.name!r} is reserved for a built-in action; "
+                    "rename it"
+                )
+                continue
+            types = [_event_type_string(e, definition.name, problems) for e in definition.events]
+            if not definition.events:
+                problems.append(
+                    f"action {definition.name!r} listens to no event: "
+                    "use @action(InputEvent) or similar"
+                )
+            func = unwrap(definition.func)
+            _check_signature(definition.name, func, problems)
+            try:
+                ref = function_ref(func, allow_pickle=allow_pickle)
+            except ValueError as exc:
+                problems.append(f"action {definition.name!r}: {exc}")
+                continue
+            try:
+                json.dumps(definition.config)
+            except (TypeError, ValueError):
+                problems.append(
+                    f"action {definition.name!r} has config that is not JSON serializable: "
+                    f"{definition.config!r}"
+                )
+                continue
+            actions[definition.name] = ActionPlan(
+                name=definition.name,
+                func=ref,
+                listen_event_types=[t for t in types if t],
+                config=definition.config,
+                is_async=is_async(func),
+            )
+        for name, (events, func) in BUILTIN_ACTIONS.items():
+            actions[name] = ActionPlan(
+                name=name,
+                func=function_ref(func),
+                listen_event_types=list(events),
+                is_async=is_async(func),
+                builtin=True,
+            )
+        for action in actions.values():
+            for etype in action.listen_event_types:
+                by_event.setdefault(etype, []).append(action.name)
+
+        merged: dict[ResourceType, dict[str, Any]] = {}
+        for source in (resources or {}), agent.resources:
+            for rtype, by_name in source.items():
+                merged.setdefault(ResourceType(rtype), {}).update(by_name)
+        providers: dict[ResourceType, dict[str, ResourceProvider]] = {}
+        secrets: dict[str, Any] = {}
+        for rtype, by_name in merged.items():
+            for name, value in by_name.items():
+                provider = _provider(name, rtype, value, secrets, problems, allow_pickle)
+                if provider is not None:
+                    providers.setdefault(rtype, {})[name] = provider
+        _check_references(providers, problems)
+
+        if problems:
+            raise PlanValidationError(problems)
+        plan = AgentPlan(
+            actions=actions,
+            actions_by_event=by_event,
+            resource_providers=providers,
+            config=config.to_dict(),
+        )
+        plan._secrets = secrets
+        return plan
+
+    # -- reading -----------------------------------------------------------------------
+    def get_actions(self, event_type: str) -> list[ActionPlan]:
+        """Actions listening to ``event_type``, in order."""
+        return [self.actions[n] for n in self.actions_by_event.get(event_type, ())]
+
+    def get_resource_provider(self, name: str, rtype: ResourceType) -> ResourceProvider | None:
+        """The provider of resource ``name`` of type ``rtype``, if declared."""
+        return self.resource_providers.get(rtype, {}).get(name)
+
+    @property
+    def secrets(self) -> dict[str, Any]:
+        """Secret argument values kept out of the JSON (``provider_key -> value``)."""
+        return self._secrets
+
+    def with_secrets(self, secrets: Mapping[str, Any]) -> AgentPlan:
+        """Attach secrets to a plan read back from JSON."""
+        self._secrets = dict(secrets)
+        return self
+
+    def get_config(self) -> AgentConfiguration:
+        """The configuration as an :class:`AgentConfiguration`."""
+        return AgentConfiguration(self.config)
+
+
+def _provider(
+    name: str,
+    rtype: ResourceType,
+    value: Any,
+    secrets: dict[str, Any],
+    problems: list[str],
+    allow_pickle: bool,
+) -> ResourceProvider | None:
+    where = f"{rtype.value} resource {name!r}"
+    if callable(value) and not isinstance(value, (type, ResourceDescriptor, Resource)):
+        if rtype is not ResourceType.TOOL:
+            problems.append(f"{where} is a function; only tools can be given as functions")
+            return None
+        try:
+            value = FunctionTool.from_callable(value, name=name, allow_pickle=allow_pickle)
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+            return None
+    if isinstance(value, SerializableResource):
+        cls = type(value)
+        return ResourceProvider(
+            name=name,
+            type=rtype,
+            clazz=f"{cls.__module__}.{cls.__qualname__}",
+            serialized=json.loads(value.model_dump_json()),
+        )
+    if isinstance(value, ResourceDescriptor):
+        try:
+            cls = value.clazz
+        except (ImportError, AttributeError) as exc:
+            problems.append(f"{where}: cannot import class {value.class_path!r} ({exc})")
+            return None
+        if not (isinstance(cls, type) and issubclass(cls, Resource)):
+            problems.append(f"{where}: {value.class_path} is not a Resource subclass")
+            return None
+        try:
+            declared = resource_type_of(value)
+        except Exception:  # noqa: BLE001 - reported below as a mismatch
+            declared = None
+        if declared is not rtype:
+            problems.append(
+                f"{where}: {value.class_path} is a "
+                f"{declared.value if declared else 'non-resource'}, not a {rtype.value}"
+            )
+            return None
+        arguments: dict[str, Any] = {}
+        for arg, argval in value.arguments.items():
+            if _SECRET_NAME.search(arg) and isinstance(argval, str) and argval:
+                secret_key = f"{rtype.value}/{name}/{arg}"
+                secrets[secret_key] = argval
+                arguments[arg] = {SECRET_MARKER: secret_key}
+            else:
+                arguments[arg] = _encode_argument(argval, f"argument {arg!r} of {where}", problems)
+        return ResourceProvider(
+            name=name, type=rtype, clazz=value.class_path, arguments=arguments
+        )
+    problems.append(
+        f"{where} is {type(value).__name__}; declare it with a ResourceDescriptor, a Prompt "
+        "or a Tool"
+    )
+    return None
+
+
+# Which argument of which resource type names another resource.
+_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
+    ResourceType.CHAT_MODEL: [
+        ("connection", ResourceType.CHAT_MODEL_CONNECTION),
+        ("prompt", ResourceType.PROMPT),
+        ("tools", ResourceType.TOOL),
+    ],
+    ResourceType.EMBEDDING_MODEL: [("connection", ResourceType.EMBEDDING_MODEL_CONNECTION)],
+    ResourceType.VECTOR_STORE: [("embedding_model", ResourceType.EMBEDDING_MODEL)],
+}
+
+
+def _check_references(
+    providers: dict[ResourceType, dict[str, ResourceProvider]], problems: list[str]
+) -> None:
+    has_mcp = bool(providers.get(ResourceType.MCP_SERVER))
+    for rtype, refs in _REFERENCES.items():
+        for name, provider in providers.get(rtype, {}).items():
+            args = provider.arguments or provider.serialized or {}
+            for arg, target in refs:
+                value = args.get(arg)
+                names = value if isinstance(value, list) else [value]
+                for ref in names:
+                    if not isinstance(ref, str) or ref in providers.get(target, {}):
+                        continue
+                    if target is ResourceType.TOOL and has_mcp:
+                        continue  # may be a tool of an MCP server, resolved at run time
+                    known = sorted(providers.get(target, {}))
+                    problems.append(
+                        f"{rtype.value} resource {name!r} refers to {target.value} {ref!r} "
+                        f"in {arg!r}, which is not declared (declared: {known or 'none'}); "
+                        f"add it with @{_decorator_for(target)} or add_resource"
+                    )
+
+
+def _decorator_for(rtype: ResourceType) -> str:
+    return {
+        ResourceType.CHAT_MODEL: "chat_model_setup",
+        ResourceType.EMBEDDING_MODEL: "embedding_model_setup",
+    }.get(rtype, rtype.value)

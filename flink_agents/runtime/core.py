@@ -1,0 +1,380 @@
+"""The run loop: one input in, events through actions, outputs and memory changes out.
+
+This is the one execution core. Hosts (the local runner, the Flink ProcessFunction) only
+load state, call :meth:`AgentRunner.run`, commit the :class:`RunResult` and emit outputs.
+
+A run is a coroutine. It works against a snapshot of the key's short-term memory and a
+durable call log; it never touches host state, so the Flink host can run it on a worker
+event loop while the operator thread goes on with other keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import pickle
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from flink_agents.api.core_options import (
+    AgentConfigOptions,
+    AgentConfiguration,
+    ErrorHandlingStrategy,
+)
+from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
+from flink_agents.api.memory_object import MemoryObject
+from flink_agents.api.resource import Resource, ResourceType
+from flink_agents.api.runner_context import RunnerContext
+from flink_agents.errors import ActionError, RuntimeFailure
+from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
+from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
+from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.resources import ResourceCache
+
+log = logging.getLogger("flink_agents.runtime")
+T = TypeVar("T")
+
+
+@dataclass
+class DurableRecord:
+    """A completed durable call: what was called and what it gave (or raised)."""
+
+    signature: str
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass
+class RunResult:
+    """What a run produced, for the host to commit.
+
+    Attributes:
+        key: the input's key.
+        outputs: ``OutputEvent.output`` values, in the order they were sent.
+        memory_updates: short-term memory paths set (flattened) and their values.
+        memory_deletes: short-term memory paths removed.
+        durable_records: durable calls completed in this run, by call id.
+        errors: error events of failures the IGNORE strategy let pass.
+        events: number of events processed.
+    """
+
+    key: Any
+    outputs: list[Any] = field(default_factory=list)
+    memory_updates: dict[str, Any] = field(default_factory=dict)
+    memory_deletes: list[str] = field(default_factory=list)
+    durable_records: dict[str, DurableRecord] = field(default_factory=dict)
+    errors: list[ErrorEvent] = field(default_factory=list)
+    events: int = 0
+
+
+class _Run:
+    """State of one run (private to the core)."""
+
+    def __init__(
+        self,
+        runner: AgentRunner,
+        key: Any,
+        memory: Mapping[str, Any] | None,
+        durable: Mapping[str, DurableRecord] | None,
+        on_record: Callable[[str, DurableRecord], None] | None,
+        on_suspend: Callable[[], None] | None,
+    ) -> None:
+        self.runner = runner
+        self.key = key
+        self.short_term = MemoryStore(memory)
+        self.sensory = MemoryStore()
+        self.durable = dict(durable or {})
+        self.on_record = on_record
+        self.on_suspend = on_suspend
+        self.call_seq = 0
+        self.result = RunResult(key=key)
+
+    def next_call_id(self) -> str:
+        self.call_seq += 1
+        return str(self.call_seq)
+
+    def record(self, call_id: str, rec: DurableRecord) -> None:
+        self.durable[call_id] = rec
+        self.result.durable_records[call_id] = rec
+        if self.on_record is not None:
+            self.on_record(call_id, rec)
+
+
+def _signature(func: Callable[..., Any]) -> str:
+    func = getattr(func, "__func__", func)
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
+
+
+def _check_picklable(value: Any, signature: str) -> None:
+    try:
+        pickle.dumps(value)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
+        raise TypeError(
+            f"durable call {signature} returned {type(value).__name__}, which cannot be "
+            f"recorded (not picklable: {exc}); return plain data"
+        ) from None
+
+
+class RunContext(RunnerContext):
+    """The :class:`RunnerContext` of one action execution."""
+
+    def __init__(self, run: _Run, action: ActionPlan, event: Event) -> None:
+        self._run = run
+        self._action = action
+        self._event = event
+        self._sent: list[Event] = []
+
+    # -- events ----------------------------------------------------------------------------
+    def send_event(self, event: Event) -> None:
+        if not isinstance(event, Event):
+            raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+        self._sent.append(event)
+
+    # -- resources ---------------------------------------------------------------------------
+    def get_resource(self, name: str, type: ResourceType) -> Resource:  # noqa: A002
+        resource: Resource = self._run.runner.resources.get(name, type)
+        return resource
+
+    # -- memory --------------------------------------------------------------------------------
+    @property
+    def short_term_memory(self) -> MemoryObject:
+        return StoredMemoryObject(self._run.short_term)
+
+    @property
+    def sensory_memory(self) -> MemoryObject:
+        return StoredMemoryObject(self._run.sensory)
+
+    # -- config --------------------------------------------------------------------------------
+    @property
+    def config(self) -> AgentConfiguration:
+        return self._run.runner.config
+
+    @property
+    def action_config(self) -> dict[str, Any]:
+        return self._action.config
+
+    @property
+    def key(self) -> Any:
+        return self._run.key
+
+    @property
+    def event(self) -> Event:
+        """The event the action is processing."""
+        return self._event
+
+    # -- durable calls -------------------------------------------------------------------------
+    def _replay(self, func: Callable[..., Any]) -> tuple[str, str, DurableRecord | None]:
+        call_id = self._run.next_call_id()
+        signature = _signature(func)
+        rec = self._run.durable.get(call_id)
+        if rec is not None and rec.signature != signature:
+            log.warning(
+                "durable call %s of key %r was %s before the restore and is %s now; calling "
+                "again",
+                call_id,
+                self._run.key,
+                rec.signature,
+                signature,
+            )
+            rec = None
+        return call_id, signature, rec
+
+    @staticmethod
+    def _replayed(rec: DurableRecord) -> Any:
+        if rec.error is not None:
+            raise rec.error
+        return rec.result
+
+    def durable_execute(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        call_id, signature, rec = self._replay(func)
+        if rec is not None:
+            return self._replayed(rec)  # type: ignore[no-any-return]
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:
+            self._run.record(call_id, DurableRecord(signature, error=exc))
+            raise
+        if inspect.isawaitable(result):
+            raise TypeError(
+                f"{signature} is async; use `await ctx.durable_execute_async(...)` for it"
+            )
+        _check_picklable(result, signature)
+        self._run.record(call_id, DurableRecord(signature, result=result))
+        return result
+
+    async def durable_execute_async(
+        self, func: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
+    ) -> T:
+        call_id, signature, rec = self._replay(func)
+        if rec is not None:
+            return self._replayed(rec)  # type: ignore[no-any-return]
+        if self._run.on_suspend is not None:
+            self._run.on_suspend()
+        try:
+            if inspect.iscoroutinefunction(getattr(func, "__func__", func)):
+                result = await func(*args, **kwargs)  # type: ignore[misc]
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(
+                    self._run.runner.executor, lambda: func(*args, **kwargs)
+                )
+                if inspect.isawaitable(result):
+                    result = await result
+        except Exception as exc:
+            self._run.record(call_id, DurableRecord(signature, error=exc))
+            raise
+        _check_picklable(result, signature)
+        self._run.record(call_id, DurableRecord(signature, result=result))
+        return result  # type: ignore[no-any-return]
+
+    # -- metrics ---------------------------------------------------------------------------------
+    @property
+    def agent_metric_group(self) -> SimpleMetricGroup:
+        return self._run.runner.metrics
+
+    @property
+    def action_metric_group(self) -> SimpleMetricGroup:
+        return self._run.runner.metrics.get_sub_group(self._action.name)
+
+
+class AgentRunner:
+    """Runs inputs through a plan. One instance per host instance (task slot).
+
+    Args:
+        plan: the compiled agent.
+        resources: the resource cache (one is made from the plan if not given).
+        executor: thread pool for blocking calls of ``durable_execute_async`` (made from
+            ``num-async-threads`` if not given).
+    """
+
+    def __init__(
+        self,
+        plan: AgentPlan,
+        *,
+        resources: ResourceCache | None = None,
+        executor: concurrent.futures.Executor | None = None,
+    ) -> None:
+        from flink_agents.api.core_options import AgentExecutionOptions
+
+        self.plan = plan
+        self.config = plan.get_config()
+        self.resources = resources or ResourceCache(plan)
+        self._own_executor = executor is None
+        self.executor = executor or concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
+            thread_name_prefix="flink-agents-call",
+        )
+        self.metrics = SimpleMetricGroup("agent")
+        self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
+        self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
+        self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
+
+    def close(self) -> None:
+        """Close resources and the executor this runner made."""
+        self.resources.close()
+        if self._own_executor:
+            self.executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[call-arg]
+
+    async def run(
+        self,
+        key: Any,
+        value: Any,
+        *,
+        memory: Mapping[str, Any] | None = None,
+        durable: Mapping[str, DurableRecord] | None = None,
+        on_record: Callable[[str, DurableRecord], None] | None = None,
+        on_suspend: Callable[[], None] | None = None,
+    ) -> RunResult:
+        """Run one input.
+
+        Args:
+            key: the input's key.
+            value: the input record (becomes ``InputEvent.input``).
+            memory: snapshot of the key's short-term memory (flattened paths).
+            durable: durable calls recorded by an earlier attempt of this same run (after a
+                restore); they are answered from the log instead of being called.
+            on_record: called (on the loop thread) whenever a durable call completes, so a
+                host can persist progress before the run ends.
+            on_suspend: called when the run starts waiting on an external call.
+
+        Raises:
+            RuntimeFailure: an action failed and the strategy is FAIL (or RETRY ran out).
+        """
+        run = _Run(self, key, memory, durable, on_record, on_suspend)
+        queue: deque[Event] = deque([InputEvent(input=value)])
+        while queue:
+            event = queue.popleft()
+            run.result.events += 1
+            if isinstance(event, OutputEvent):
+                run.result.outputs.append(event.output)
+            for action in self.plan.get_actions(event.event_type):
+                queue.extend(await self._run_action(run, action, event))
+        run.result.memory_updates = run.short_term.updates
+        run.result.memory_deletes = sorted(run.short_term.deletes)
+        return run.result
+
+    def run_sync(self, key: Any, value: Any, **kwargs: Any) -> RunResult:
+        """:meth:`run` on a fresh event loop (for scripts and tests)."""
+        return asyncio.run(self.run(key, value, **kwargs))
+
+    async def _run_action(self, run: _Run, action: ActionPlan, event: Event) -> list[Event]:
+        strategy = ErrorHandlingStrategy(
+            action.config.get("error-handling-strategy", self._strategy)
+        )
+        attempt = 0
+        while True:
+            ctx = RunContext(run, action, event)
+            marks = run.short_term.mark(), run.sensory.mark()
+            try:
+                result = action.function(event, ctx)
+                if inspect.isawaitable(result):
+                    await result
+                return ctx._sent
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                run.short_term.reset(marks[0])
+                run.sensory.reset(marks[1])
+                error = _as_action_error(exc, run.key, action, event)
+                if strategy is ErrorHandlingStrategy.RETRY and attempt < self._max_retries:
+                    attempt += 1
+                    wait = self._retry_wait * (2 ** (attempt - 1))
+                    log.warning(
+                        "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, error
+                    )
+                    await asyncio.sleep(wait)
+                    continue
+                if strategy is ErrorHandlingStrategy.IGNORE:
+                    log.error("ignored failure: %s", error)
+                    err_event = ErrorEvent(
+                        key=_jsonable_key(run.key),
+                        action=action.name,
+                        failed_event_id=str(event.id),
+                        failed_event_type=event.event_type,
+                        error_type=type(exc).__name__,
+                        error=str(exc),
+                    )
+                    run.result.errors.append(err_event)
+                    # An error in an action handling an ErrorEvent must not loop forever.
+                    return [] if isinstance(event, ErrorEvent) else [err_event]
+                if error is not exc:
+                    raise error from exc
+                raise
+
+
+def _jsonable_key(key: Any) -> Any:
+    return key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
+
+
+def _as_action_error(exc: Exception, key: Any, action: ActionPlan, event: Event) -> Exception:
+    where = {"key": key, "action": action.name, "event_id": str(event.id)}
+    if isinstance(exc, RuntimeFailure):
+        return exc.with_location(**where)
+    return ActionError(
+        f"action {action.name!r} failed on {event.event_type}: {type(exc).__name__}: {exc}",
+        **where,
+    )

@@ -1,0 +1,84 @@
+"""Runs a plan over a list of keyed inputs in one process.
+
+Inputs of one key run one after another in input order; different keys run concurrently on
+one asyncio loop (bounded by ``max-in-flight``), so keys waiting on a model do not hold up
+others. Short-term memory is a dict per key that persists across inputs and across
+:meth:`LocalRunner.run` calls of the same runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.core import AgentRunner, RunResult
+
+
+class LocalRunner:
+    """The local host: stores memory in dicts, runs keys concurrently, keeps per-key order."""
+
+    def __init__(self, plan: AgentPlan) -> None:
+        self.plan = plan
+        self.runner = AgentRunner(plan)
+        self.memory: dict[Any, dict[str, Any]] = {}
+        self._max_in_flight = plan.get_config().get(AgentExecutionOptions.MAX_IN_FLIGHT)
+
+    async def run_async(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
+        """Run ``(key, value)`` records; results come back in input order."""
+        records = list(records)
+        by_key: dict[Any, list[int]] = {}
+        for index, (key, _) in enumerate(records):
+            by_key.setdefault(key, []).append(index)
+        results: list[RunResult | None] = [None] * len(records)
+        gate = asyncio.Semaphore(self._max_in_flight)
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(self.runner.executor)  # to_thread uses our sized pool
+
+        async def run_key(key: Any, indexes: list[int]) -> None:
+            for index in indexes:
+                async with gate:
+                    memory = self.memory.get(key, {})
+                    result = await self.runner.run(key, records[index][1], memory=memory)
+                    updated = dict(memory)
+                    for path in result.memory_deletes:
+                        updated.pop(path, None)
+                    updated.update(result.memory_updates)
+                    self.memory[key] = updated
+                    results[index] = result
+
+        tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+        return [r for r in results if r is not None]
+
+    def run(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
+        """Blocking :meth:`run_async` (works also when called inside a running loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run_async(records))
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = asyncio.run(self.run_async(records))
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name="flink-agents-local")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close resources."""
+        self.runner.close()

@@ -1,0 +1,200 @@
+"""Memory as flattened paths over a read-only snapshot, with tracked changes.
+
+A run works against a snapshot of the key's memory (``path -> value``, objects marked by
+:data:`OBJECT`); what it changes is collected as updates and deletes, which the host commits
+to its store (a dict locally, a Flink ``MapState`` on Flink) when the run finishes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from flink_agents.api.memory_object import MemoryObject
+from flink_agents.api.memory_reference import MemoryRef
+from flink_agents.errors import MemoryValueError
+
+#: Value stored at the path of a nested object.
+OBJECT: dict[str, int] = {"__memory_object__": 1}
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict) and value == OBJECT
+
+
+def check_value(value: Any, path: str) -> Any:
+    """The JSON-like form of ``value``, or :class:`MemoryValueError` naming what is wrong."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise MemoryValueError(f"memory value at {path!r} is {value}, which JSON cannot hold")
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)):
+        return [check_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise MemoryValueError(
+                    f"memory value at {path!r} has a non-string dict key {k!r}; "
+                    "memory holds JSON-like values"
+                )
+            out[k] = check_value(v, f"{path}.{k}")
+        return out
+    raise MemoryValueError(
+        f"cannot store {type(value).__name__} at memory path {path!r}: memory holds JSON-like "
+        "values (None, bool, int, float, str, lists, dicts with str keys, pydantic models); "
+        "convert it first (e.g. to a dict) or store a MemoryRef"
+    )
+
+
+def _check_path(path: str) -> str:
+    if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
+        raise MemoryValueError(f"invalid memory path {path!r}: use dotted names like 'a.b.c'")
+    return path
+
+
+class MemoryStore:
+    """A snapshot plus the changes of the current run."""
+
+    def __init__(self, snapshot: Mapping[str, Any] | None = None) -> None:
+        self._base: Mapping[str, Any] = snapshot or {}
+        self.updates: dict[str, Any] = {}
+        self.deletes: set[str] = set()
+
+    # -- raw access ----------------------------------------------------------------------
+    def _raw(self, path: str) -> Any:
+        if path in self.updates:
+            return self.updates[path]
+        if path in self.deletes:
+            return None
+        return self._base.get(path)
+
+    def _exists(self, path: str) -> bool:
+        if path in self.updates:
+            return True
+        return path not in self.deletes and path in self._base
+
+    def _paths(self) -> set[str]:
+        return (set(self._base) - self.deletes) | set(self.updates)
+
+    def _put(self, path: str, value: Any) -> None:
+        self.updates[path] = value
+        self.deletes.discard(path)
+
+    def _delete_tree(self, path: str) -> None:
+        prefix = path + "."
+        for p in [p for p in self._paths() if p == path or p.startswith(prefix)]:
+            self.updates.pop(p, None)
+            if p in self._base:
+                self.deletes.add(p)
+
+    # -- checkpoints for retried actions ----------------------------------------------------
+    def mark(self) -> tuple[dict[str, Any], set[str]]:
+        """A restore point (the changes so far)."""
+        return dict(self.updates), set(self.deletes)
+
+    def reset(self, mark: tuple[dict[str, Any], set[str]]) -> None:
+        """Undo changes made after ``mark``."""
+        self.updates, self.deletes = dict(mark[0]), set(mark[1])
+
+    # -- object operations -----------------------------------------------------------------
+    def set(self, path: str, value: Any) -> None:
+        _check_path(path)
+        value = check_value(value, path)
+        parts = path.split(".")
+        for i in range(1, len(parts)):
+            parent = ".".join(parts[:i])
+            if not self._exists(parent):
+                self._put(parent, OBJECT)
+            elif not _is_object(self._raw(parent)):
+                raise MemoryValueError(
+                    f"cannot set {path!r}: {parent!r} holds a value, not an object"
+                )
+        if _is_object(self._raw(path)):
+            self._delete_tree(path)
+        self._put(path, value)
+
+    def new_object(self, path: str, overwrite: bool) -> None:
+        _check_path(path)
+        if self._exists(path):
+            if _is_object(self._raw(path)) and not overwrite:
+                return
+            if not overwrite:
+                raise MemoryValueError(
+                    f"cannot create object at {path!r}: it holds a value (pass overwrite=True)"
+                )
+            self._delete_tree(path)
+        self.set(path, None)
+        self._put(path, OBJECT)
+
+    def children(self, prefix: str) -> list[str]:
+        depth = prefix.count(".") + 1 if prefix else 0
+        start = prefix + "." if prefix else ""
+        names = [
+            p[len(start):]
+            for p in self._paths()
+            if p.startswith(start) and p.count(".") == depth
+        ]
+        return sorted(names)
+
+    def to_dict(self, prefix: str = "") -> dict[str, Any]:
+        result = {}
+        for name in self.children(prefix):
+            full = f"{prefix}.{name}" if prefix else name
+            value = self._raw(full)
+            result[name] = self.to_dict(full) if _is_object(value) else value
+        return result
+
+    def snapshot(self) -> dict[str, Any]:
+        """The full memory after the changes (flattened)."""
+        return {p: self._raw(p) for p in self._paths()}
+
+
+class StoredMemoryObject(MemoryObject):
+    """A :class:`MemoryObject` view of a :class:`MemoryStore` at a path prefix."""
+
+    def __init__(self, store: MemoryStore, prefix: str = "") -> None:
+        self._store = store
+        self._prefix = prefix
+
+    def _full(self, path: str | MemoryRef) -> str:
+        if isinstance(path, MemoryRef):
+            return _check_path(path.path)  # references are absolute
+        _check_path(path)
+        return f"{self._prefix}.{path}" if self._prefix else path
+
+    def get(self, path_or_ref: str | MemoryRef) -> Any:
+        full = self._full(path_or_ref)
+        value = self._store._raw(full)
+        if _is_object(value):
+            return StoredMemoryObject(self._store, full)
+        return value
+
+    def set(self, path: str, value: Any) -> MemoryRef:
+        full = self._full(path)
+        self._store.set(full, value)
+        return MemoryRef(path=full)
+
+    def new_object(self, path: str, *, overwrite: bool = False) -> MemoryObject:
+        full = self._full(path)
+        self._store.new_object(full, overwrite)
+        return StoredMemoryObject(self._store, full)
+
+    def is_exist(self, path: str) -> bool:
+        return self._store._exists(self._full(path))
+
+    def get_field_names(self) -> list[str]:
+        return self._store.children(self._prefix)
+
+    def get_fields(self) -> dict[str, Any]:
+        return self._store.to_dict(self._prefix)
+
+    def __repr__(self) -> str:
+        return f"MemoryObject({self._prefix or '<root>'}: {self.get_fields()!r})"

@@ -1,0 +1,99 @@
+"""Resources created lazily from the plan, once per host instance (one per task slot)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from flink_agents.api.resource import Resource, ResourceDescriptor, ResourceType
+from flink_agents.errors import FlinkAgentsError, ResourceError
+from flink_agents.plan.agent_plan import SECRET_MARKER, AgentPlan, decode_argument
+
+log = logging.getLogger(__name__)
+
+
+class ResourceCache:
+    """Creates each resource on first ``get`` and keeps it until :meth:`close`.
+
+    Thread safe: the Flink host calls it from worker threads. ``created`` counts
+    instantiations per ``(type, name)`` so tests can check one-per-slot.
+    """
+
+    def __init__(self, plan: AgentPlan) -> None:
+        self._plan = plan
+        self._lock = threading.RLock()
+        self._cache: dict[tuple[ResourceType, str], Resource] = {}
+        self.created: dict[tuple[ResourceType, str], int] = {}
+
+    def get(self, name: str, rtype: ResourceType | str) -> Any:
+        """The resource ``name`` of type ``rtype``."""
+        rtype = ResourceType(rtype)
+        key = (rtype, name)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._cache.get(key)
+            if found is None:
+                found = self._create(name, rtype)
+                self._cache[key] = found
+                self.created[key] = self.created.get(key, 0) + 1
+            return found
+
+    def _create(self, name: str, rtype: ResourceType) -> Resource:
+        provider = self._plan.get_resource_provider(name, rtype)
+        if provider is None:
+            if rtype is ResourceType.TOOL:
+                tool = self._tool_from_mcp(name)
+                if tool is not None:
+                    return tool
+            declared = sorted(self._plan.resource_providers.get(rtype, {}))
+            raise ResourceError(
+                f"no {rtype.value} resource named {name!r} (declared: {declared or 'none'}); "
+                "declare it on the agent or with env.add_resource"
+            )
+        try:
+            cls = ResourceDescriptor(provider.clazz).clazz
+            if provider.serialized is not None:
+                resource = cls.model_validate(provider.serialized)
+                resource.get_resource = self.get
+                return resource
+            args = {}
+            for arg, value in (provider.arguments or {}).items():
+                if isinstance(value, dict) and SECRET_MARKER in value:
+                    args[arg] = self._plan.secrets.get(value[SECRET_MARKER])
+                else:
+                    args[arg] = decode_argument(value)
+            return cls(**args, get_resource=self.get)
+        except FlinkAgentsError:
+            raise
+        except Exception as exc:
+            raise ResourceError(
+                f"cannot create {rtype.value} resource {name!r} ({provider.clazz}): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _tool_from_mcp(self, name: str) -> Any:
+        for server_name in self._plan.resource_providers.get(ResourceType.MCP_SERVER, {}):
+            server = self.get(server_name, ResourceType.MCP_SERVER)
+            get_tool = getattr(server, "get_tool", None)
+            if get_tool is None:
+                continue
+            try:
+                tool = get_tool(name)
+            except KeyError:
+                continue
+            if tool is not None:
+                return tool
+        return None
+
+    def close(self) -> None:
+        """Close every created resource (errors are logged, not raised)."""
+        with self._lock:
+            resources, self._cache = list(self._cache.items()), {}
+        for (rtype, name), resource in reversed(resources):
+            try:
+                resource.close()
+            except Exception:  # noqa: BLE001 - closing must go on for the others
+                log.exception("closing %s resource %r failed", rtype.value, name)
