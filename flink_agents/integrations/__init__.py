@@ -1,0 +1,1 @@
+"""Integrations: chat models, embeddings, vector stores and MCP."""
