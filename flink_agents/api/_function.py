@@ -65,10 +65,11 @@ def reference_problem(func: Callable[..., Any]) -> str | None:
     if "<locals>" in name:
         return f"{module}.{name} is defined inside a function (a closure)"
     if module == "__main__":
-        return (
-            f"{name} is defined in the __main__ script, which the Flink workers cannot "
-            "import; move it into a module"
-        )
+        # Started with `python -m pkg.mod`: workers import pkg.mod (a second copy of the
+        # script's module, so no identity check). Started as a file: fine in this process
+        # (local environment); the Flink environment rejects plans that reference
+        # __main__, because its workers cannot import the script.
+        return None
     try:
         obj: Any = importlib.import_module(module)
         for part in name.split("."):
@@ -78,6 +79,17 @@ def reference_problem(func: Callable[..., Any]) -> str | None:
     if unwrap(obj) is not func and getattr(unwrap(obj), "__wrapped__", None) is not func:
         return f"{module}.{name} does not name this function"
     return None
+
+
+def _real_module(module: str) -> str:
+    """The importable name of ``__main__`` when it was started with ``python -m``."""
+    if module == "__main__":
+        import sys
+
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name:
+            return str(spec.name)
+    return module
 
 
 def function_ref(func: Callable[..., Any], *, allow_pickle: bool = False) -> FunctionRef:
@@ -92,7 +104,7 @@ def function_ref(func: Callable[..., Any], *, allow_pickle: bool = False) -> Fun
     """
     func = unwrap(func)
     problem = reference_problem(func)
-    module = getattr(func, "__module__", None) or "__unknown__"
+    module = _real_module(getattr(func, "__module__", None) or "__unknown__")
     qualname = getattr(func, "__qualname__", None) or repr(func)
     if problem is None:
         return FunctionRef(module=module, qualname=qualname)

@@ -35,6 +35,7 @@ from flink_agents.errors import PlanValidationError
 
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
+FUNCTION_MARKER = "__function__"
 _SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|token|credential)s?$", re.I)
 
 
@@ -99,6 +100,12 @@ def _encode_argument(value: Any, where: str, problems: list[str]) -> Any:
             MODEL_MARKER: f"{cls.__module__}.{cls.__qualname__}",
             "data": json.loads(value.model_dump_json()),
         }
+    if callable(value) and not isinstance(value, type):
+        try:
+            return {FUNCTION_MARKER: function_ref(value).model_dump()}
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+            return None
     problems.append(
         f"{where} is {type(value).__name__}, which cannot be stored in the plan: use JSON "
         "values (str, numbers, lists, dicts) or pydantic models"
@@ -116,6 +123,8 @@ def decode_argument(value: Any) -> Any:
 
             cls = _RD(value[MODEL_MARKER]).clazz
             return cls.model_validate(value["data"])
+        if FUNCTION_MARKER in value:
+            return unwrap(FunctionRef.model_validate(value[FUNCTION_MARKER]).resolve())
         return {k: decode_argument(v) for k, v in value.items()}
     return value
 
@@ -294,6 +303,17 @@ class AgentPlan(BaseModel):
         """Attach secrets to a plan read back from JSON."""
         self._secrets = dict(secrets)
         return self
+
+    def main_module_references(self) -> list[str]:
+        """Functions of the plan defined in a ``__main__`` script (not importable by Flink
+        workers): ``"action <name>"`` / ``"<type> resource <name>"`` entries."""
+        found = [f"action {a.name}" for a in self.actions.values() if a.func.module == "__main__"]
+        for rtype, by_name in self.resource_providers.items():
+            for name, provider in by_name.items():
+                text = json.dumps(provider.serialized or provider.arguments or {})
+                if provider.clazz.startswith("__main__.") or '"module": "__main__"' in text:
+                    found.append(f"{rtype.value} resource {name}")
+        return found
 
     def get_config(self) -> AgentConfiguration:
         """The configuration as an :class:`AgentConfiguration`."""

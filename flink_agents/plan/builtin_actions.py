@@ -53,6 +53,8 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             "messages": [m.model_dump(mode="json") for m in event.messages],
             "iterations": 0,
             "schema": _schema_kwargs(event.output_schema),
+            # A request may bound its own tool loop (ReActAgent does).
+            "max_iterations": (event.model_extra or {}).get("max_iterations"),
         }
     elif isinstance(event, ToolResponseEvent):
         path = f"{_LOOP}.{event.request_id}"
@@ -75,8 +77,7 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         return
 
     max_iterations = int(
-        ctx.get_action_config_value("max_iterations")
-        or ctx.config.get(AgentConfigOptions.MAX_ITERATIONS)
+        state.get("max_iterations") or ctx.config.get(AgentConfigOptions.MAX_ITERATIONS)
     )
     if state["iterations"] >= max_iterations:
         raise ModelCallError(
