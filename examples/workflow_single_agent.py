@@ -79,7 +79,7 @@ class ReviewAnalysisAgent(Agent):
 
     @tool
     @staticmethod
-    def notify_shipping_manager(id: str, review: str) -> str:  # noqa: A002 - model-facing name
+    def notify_shipping_manager(id: str, review: str) -> str:
         """Notify the shipping manager that a product arrived damaged.
 
         Args:

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from flink_agents.errors import ConfigurationError
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class ErrorHandlingStrategy(str, Enum):
@@ -39,12 +39,24 @@ def _to_bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a number")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError("expected a number (seconds)") from None
+
+
 def _to_int(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected an integer")
     if isinstance(value, float) and not value.is_integer():
         raise ValueError("expected an integer")
-    return int(value)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError("expected an integer") from None
 
 
 def _to_list(value: Any) -> list[str]:
@@ -56,7 +68,7 @@ def _to_list(value: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ConfigOption(Generic[T]):
+class ConfigOption(Generic[_T]):
     """A typed configuration key.
 
     Attributes:
@@ -68,15 +80,15 @@ class ConfigOption(Generic[T]):
     """
 
     key: str
-    default: T
-    parse: Callable[[Any], T]
+    default: _T
+    parse: Callable[[Any], _T]
     description: str = ""
     check: Callable[[Any], str | None] | None = None
 
-    def coerce(self, value: Any) -> T:
+    def coerce(self, value: Any) -> _T:
         """The typed value, or a :class:`ConfigurationError` that says what is expected."""
         if value is None and self.default is None:
-            return value  # type: ignore[no-any-return]
+            return value  # type: ignore[no-any-return,return-value]
         try:
             typed = self.parse(value)
         except (TypeError, ValueError) as exc:
@@ -105,13 +117,11 @@ def _strategy(value: Any) -> ErrorHandlingStrategy:
     try:
         return ErrorHandlingStrategy(str(value).lower())
     except ValueError:
-        raise ValueError(
-            f"expected one of {[s.value for s in ErrorHandlingStrategy]}"
-        ) from None
+        raise ValueError(f"expected one of {[s.value for s in ErrorHandlingStrategy]}") from None
 
 
 def _optional_seconds(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None else _to_float(value)
 
 
 class AgentConfigOptions:
@@ -129,7 +139,7 @@ class AgentConfigOptions:
     RETRY_WAIT_INTERVAL: ConfigOption[float] = ConfigOption(
         "retry-wait-interval",
         0.5,
-        float,
+        _to_float,
         "Seconds before the first retry; doubles on each further retry.",
         _non_negative,
     )
@@ -195,7 +205,7 @@ class AgentConfiguration:
         for key, value in (values or {}).items():
             self.set_str(key, value)
 
-    def set(self, option: ConfigOption[T], value: T) -> AgentConfiguration:
+    def set(self, option: ConfigOption[_T], value: _T) -> AgentConfiguration:
         """Set a typed option (checked)."""
         self._values[option.key] = option.coerce(value)
         return self
@@ -206,7 +216,7 @@ class AgentConfiguration:
         self._values[key] = option.coerce(value) if option else value
         return self
 
-    def get(self, option: ConfigOption[T] | str, default: Any = None) -> Any:
+    def get(self, option: ConfigOption[_T] | str, default: Any = None) -> Any:
         """The value of an option (its default when unset) or of a free key."""
         if isinstance(option, ConfigOption):
             return self._values.get(option.key, option.default)

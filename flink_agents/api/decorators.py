@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from flink_agents.api.events.event import Event
 from flink_agents.api.resource import ResourceType
 
-F = TypeVar("F")
+_F = TypeVar("_F")
 
 ACTION_ATTR = "_flink_agents_action"
 RESOURCE_ATTR = "_flink_agents_resource"
@@ -41,7 +41,7 @@ def _mark(obj: Any, attr: str, marker: Any) -> Any:
     return obj
 
 
-def action(*events: type[Event] | str, **config: Any) -> Callable[[F], F]:
+def action(*events: type[Event] | str, **config: Any) -> Callable[[_F], _F]:
     """Mark a function ``(event, ctx)`` as an action listening to ``events``.
 
     Args:
@@ -49,7 +49,7 @@ def action(*events: type[Event] | str, **config: Any) -> Callable[[F], F]:
         **config: values the action reads with ``ctx.get_action_config_value``.
     """
 
-    def decorate(func: F) -> F:
+    def decorate(func: _F) -> _F:
         return _mark(func, ACTION_ATTR, ActionMarker(events=tuple(events), config=dict(config)))  # type: ignore[no-any-return]
 
     if len(events) == 1 and callable(events[0]) and not isinstance(events[0], type):
@@ -57,42 +57,42 @@ def action(*events: type[Event] | str, **config: Any) -> Callable[[F], F]:
     return decorate
 
 
-def tool(func: F) -> F:
+def tool(func: _F) -> _F:
     """Mark a function as a tool: the method name is the tool name, its signature and
     docstring give the argument schema and description."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL))  # type: ignore[no-any-return]
 
 
-def prompt(func: F) -> F:
+def prompt(func: _F) -> _F:
     """Mark a function returning a :class:`Prompt`; the method name is the resource name."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.PROMPT))  # type: ignore[no-any-return]
 
 
-def chat_model_connection(func: F) -> F:
+def chat_model_connection(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of a chat model connection."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL_CONNECTION))  # type: ignore[no-any-return]
 
 
-def chat_model_setup(func: F) -> F:
+def chat_model_setup(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of a chat model setup."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL))  # type: ignore[no-any-return]
 
 
-def embedding_model_connection(func: F) -> F:
+def embedding_model_connection(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an embedding connection."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL_CONNECTION))  # type: ignore[no-any-return]
 
 
-def embedding_model_setup(func: F) -> F:
+def embedding_model_setup(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an embedding model setup."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL))  # type: ignore[no-any-return]
 
 
-def vector_store(func: F) -> F:
+def vector_store(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of a vector store."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.VECTOR_STORE))  # type: ignore[no-any-return]
 
 
-def mcp_server(func: F) -> F:
+def mcp_server(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an MCP server."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.MCP_SERVER))  # type: ignore[no-any-return]

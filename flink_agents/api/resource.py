@@ -37,7 +37,9 @@ class Resource(BaseModel, ABC):
             (a chat model setup its connection and tools, a vector store its embedding model).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # Unknown arguments are an error, not silently dropped (a typo in a descriptor would
+    # otherwise go unnoticed).
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     get_resource: Callable[[str, ResourceType], Any] | None = Field(default=None, exclude=True)
 
@@ -46,7 +48,7 @@ class Resource(BaseModel, ABC):
     def resource_type(cls) -> ResourceType:
         """The kind of this resource."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook, empty on purpose
+    def close(self) -> None:
         """Release what the resource holds (connections, processes). Called once."""
 
     def _lookup(self, name: str, rtype: ResourceType) -> Any:

@@ -11,7 +11,7 @@ from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.metric_group import MetricGroup
 from flink_agents.api.resource import Resource, ResourceType
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class RunnerContext(ABC):
@@ -58,7 +58,7 @@ class RunnerContext(ABC):
         return self.action_config.get(key, default)
 
     @abstractmethod
-    def durable_execute(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def durable_execute(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """Call ``func(*args, **kwargs)`` once: its result is recorded in state, and a run
         replayed after a failure gets the recorded result instead of calling again.
 
@@ -67,8 +67,8 @@ class RunnerContext(ABC):
 
     @abstractmethod
     async def durable_execute_async(
-        self, func: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
-    ) -> T:
+        self, func: Callable[..., Awaitable[_T] | _T], *args: Any, **kwargs: Any
+    ) -> _T:
         """Like :meth:`durable_execute`, without blocking other keys while it waits: an
         ``async def`` function is awaited, a plain one runs on a worker thread."""
 

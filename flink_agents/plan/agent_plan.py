@@ -159,9 +159,7 @@ def _check_signature(name: str, func: Callable[..., Any], problems: list[str]) -
             "@staticmethod and drop self"
         )
         return
-    positional = [
-        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) != 2 and not any(p.kind == p.VAR_POSITIONAL for p in params):
         problems.append(
             f"action {name!r} must take exactly two arguments (event, ctx); it takes "
@@ -217,8 +215,7 @@ class AgentPlan(BaseModel):
         for definition in definitions:
             if definition.name in BUILTIN_ACTIONS:
                 problems.append(
-                    f"action name {definition.name!r} is reserved for a built-in action; "
-                    "rename it"
+                    f"action name {definition.name!r} is reserved for a built-in action; rename it"
                 )
                 continue
             types = [_event_type_string(e, definition.name, problems) for e in definition.events]
@@ -339,11 +336,10 @@ def _provider(
             problems.append(f"{where}: {exc}")
             return None
     if isinstance(value, SerializableResource):
-        cls = type(value)
         return ResourceProvider(
             name=name,
             type=rtype,
-            clazz=f"{cls.__module__}.{cls.__qualname__}",
+            clazz=f"{type(value).__module__}.{type(value).__qualname__}",
             serialized=json.loads(value.model_dump_json()),
         )
     if isinstance(value, ResourceDescriptor):
@@ -373,9 +369,7 @@ def _provider(
                 arguments[arg] = {SECRET_MARKER: secret_key}
             else:
                 arguments[arg] = _encode_argument(argval, f"argument {arg!r} of {where}", problems)
-        return ResourceProvider(
-            name=name, type=rtype, clazz=value.class_path, arguments=arguments
-        )
+        return ResourceProvider(name=name, type=rtype, clazz=value.class_path, arguments=arguments)
     problems.append(
         f"{where} is {type(value).__name__}; declare it with a ResourceDescriptor, a Prompt "
         "or a Tool"

@@ -69,7 +69,9 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             state["messages"].append(
                 ChatMessage(
                     role=MessageRole.TOOL,
-                    content=content if isinstance(content, str) else json.dumps(content, default=str),
+                    content=content
+                    if isinstance(content, str)
+                    else json.dumps(content, default=str),
                     extra_args={"tool_call_id": call_id, "name": call["function"]["name"]},
                 ).model_dump(mode="json")
             )
@@ -95,7 +97,9 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         **state["schema"],
     )
     if response.tool_calls:
-        calls = [_normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)]
+        calls = [
+            _normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)
+        ]
         response = response.model_copy(update={"tool_calls": calls})
         request = ToolRequestEvent(model=state["model"], tool_calls=calls)
         state["messages"].append(response.model_dump(mode="json"))
@@ -147,9 +151,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
             errors[call_id] = message
             responses[call_id] = message
-    ctx.send_event(
-        ToolResponseEvent(request_id=event.id, responses=responses, errors=errors)
-    )
+    ctx.send_event(ToolResponseEvent(request_id=event.id, responses=responses, errors=errors))
 
 
 async def context_retrieval_action(event: Event, ctx: RunnerContext) -> None:

@@ -173,8 +173,7 @@ class RunContext(RunnerContext):
         rec = self._run.durable.get(call_id)
         if rec is not None and rec.signature != signature:
             log.warning(
-                "durable call %s of key %r was %s before the restore and is %s now; calling "
-                "again",
+                "durable call %s of key %r was %s before the restore and is %s now; calling again",
                 call_id,
                 self._run.key,
                 rec.signature,

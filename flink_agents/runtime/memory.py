@@ -138,9 +138,7 @@ class MemoryStore:
         depth = prefix.count(".") + 1 if prefix else 0
         start = prefix + "." if prefix else ""
         names = [
-            p[len(start):]
-            for p in self._paths()
-            if p.startswith(start) and p.count(".") == depth
+            p[len(start) :] for p in self._paths() if p.startswith(start) and p.count(".") == depth
         ]
         return sorted(names)
 

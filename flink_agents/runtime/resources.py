@@ -68,11 +68,18 @@ class ResourceCache:
             return cls(**args, get_resource=self.get)
         except FlinkAgentsError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any constructor failure is a ResourceError
             raise ResourceError(
                 f"cannot create {rtype.value} resource {name!r} ({provider.clazz}): "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+                f"{type(exc).__name__}: {self._scrub(str(exc))}"
+            ) from None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with every secret value of the plan masked (errors end up in logs)."""
+        for value in self._plan.secrets.values():
+            if isinstance(value, str) and value:
+                text = text.replace(value, "***")
+        return text
 
     def _tool_from_mcp(self, name: str) -> Any:
         for server_name in self._plan.resource_providers.get(ResourceType.MCP_SERVER, {}):
@@ -95,5 +102,5 @@ class ResourceCache:
         for (rtype, name), resource in reversed(resources):
             try:
                 resource.close()
-            except Exception:  # noqa: BLE001 - closing must go on for the others
+            except Exception:
                 log.exception("closing %s resource %r failed", rtype.value, name)

@@ -182,9 +182,7 @@ def react_start_action(event: InputEvent, ctx: RunnerContext) -> None:
         messages = [ChatMessage(role=MessageRole.USER, content=str(variables["input"]))]
     if schema:
         messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=_instruction(schema)))
-    ctx.sensory_memory.set(
-        f"{_STATE}.messages", [m.model_dump(mode="json") for m in messages]
-    )
+    ctx.sensory_memory.set(f"{_STATE}.messages", [m.model_dump(mode="json") for m in messages])
     ctx.sensory_memory.set(f"{_STATE}.retries", 0)
     ctx.send_event(_request(ctx, messages))
 
@@ -195,7 +193,7 @@ def _request(ctx: RunnerContext, messages: list[ChatMessage]) -> ChatRequestEven
         model=ctx.get_action_config_value("model"),
         messages=messages,
         output_schema=schema["json_schema"] if schema else None,
-        max_iterations=ctx.get_action_config_value("max_iterations"),
+        max_iterations=ctx.get_action_config_value("max_iterations"),  # type: ignore[call-arg]
     )
 
 
@@ -249,7 +247,9 @@ async def react_stop_action(event: ChatResponseEvent, ctx: RunnerContext) -> Non
             )
         )
         return
-    raise OutputSchemaError(message, key=ctx.key, action="react_stop_action", event_id=str(event.id))
+    raise OutputSchemaError(
+        message, key=ctx.key, action="react_stop_action", event_id=str(event.id)
+    )
 
 
 class ReActAgent(Agent):

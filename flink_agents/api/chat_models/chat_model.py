@@ -106,11 +106,15 @@ class BaseChatModelSetup(Resource, ABC):
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         """Ask the model (prompt applied, tools offered)."""
         return self.get_connection().chat(
-            self.prepare_messages(messages), self.get_tools() or None, **{**self.model_kwargs, **kwargs}
+            self.prepare_messages(messages),
+            self.get_tools() or None,
+            **{**self.model_kwargs, **kwargs},
         )
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         """Asynchronous :meth:`chat`."""
         return await self.get_connection().achat(
-            self.prepare_messages(messages), self.get_tools() or None, **{**self.model_kwargs, **kwargs}
+            self.prepare_messages(messages),
+            self.get_tools() or None,
+            **{**self.model_kwargs, **kwargs},
         )

@@ -70,6 +70,4 @@ class Prompt(SerializableResource):
         """
         if isinstance(self.template, str):
             return [ChatMessage(role=role, content=_fill(self.template, kwargs))]
-        return [
-            m.model_copy(update={"content": _fill(m.content, kwargs)}) for m in self.template
-        ]
+        return [m.model_copy(update={"content": _fill(m.content, kwargs)}) for m in self.template]

@@ -27,7 +27,7 @@ def _args_model(func: Callable[..., Any]) -> tuple[type[BaseModel], str]:
     param_docs = {p.arg_name: p.description for p in doc.params}
     try:
         hints = typing.get_type_hints(func)
-    except Exception:  # unresolvable forward references: fall back to raw annotations
+    except (NameError, TypeError):  # unresolvable forward references: use raw annotations
         hints = dict(getattr(func, "__annotations__", {}))
     fields: dict[str, Any] = {}
     for name, param in inspect.signature(func).parameters.items():

@@ -1,0 +1,71 @@
+"""Events: type strings, custom classes, extra fields, JSON round-trip (golden file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
+from flink_agents.api.events.context_retrieval_event import ContextRetrievalRequestEvent
+from flink_agents.api.events.event import Event, InputEvent, OutputEvent
+from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
+from tests.runtime.agents import CountEvent, TypedEvent
+
+GOLDEN = Path(__file__).parent / "golden" / "events.json"
+FIXED = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+def test_type_strings():
+    assert InputEvent.EVENT_TYPE == "_input_event"
+    assert OutputEvent.EVENT_TYPE == "_output_event"
+    assert ChatRequestEvent.EVENT_TYPE == "_chat_request_event"
+    assert ChatResponseEvent.EVENT_TYPE == "_chat_response_event"
+    assert ToolRequestEvent.EVENT_TYPE == "_tool_request_event"
+    assert ToolResponseEvent.EVENT_TYPE == "_tool_response_event"
+    assert ContextRetrievalRequestEvent.EVENT_TYPE == "_context_retrieval_request_event"
+    assert CountEvent.EVENT_TYPE == "tests.runtime.agents.CountEvent"
+    assert TypedEvent.EVENT_TYPE == "my_typed_event"
+    assert Event(type="generic_thing").event_type == "generic_thing"
+
+
+def test_ids_are_unique_and_extra_fields_are_kept():
+    a, b = InputEvent(input=1), InputEvent(input=1)
+    assert a.id != b.id
+    e = OutputEvent(output="x", note="extra field")
+    assert e.note == "extra field"
+    again = Event.from_json(e.to_json())
+    assert isinstance(again, OutputEvent) and again.note == "extra field" and again.id == e.id
+
+
+def test_json_round_trip_of_every_kind_matches_golden():
+    events = [
+        InputEvent(id=FIXED, input={"a": [1, 2]}),
+        ChatRequestEvent(
+            id=FIXED,
+            model="m",
+            messages=[ChatMessage(role=MessageRole.USER, content="hi", extra_args={"x": 1})],
+        ),
+        ChatResponseEvent(id=FIXED, request_id=FIXED, response=ChatMessage(content="yo")),
+        ToolRequestEvent(
+            id=FIXED,
+            model="m",
+            tool_calls=[
+                {"id": "c1", "type": "function", "function": {"name": "t", "arguments": {}}}
+            ],
+        ),
+        ToolResponseEvent(id=FIXED, request_id=FIXED, responses={"c1": 3}),
+        CountEvent(id=FIXED, n=4),
+        TypedEvent(id=FIXED, text="t"),
+        Event(id=FIXED, type="unregistered_type", payload=[1]),
+    ]
+    texts = [json.loads(e.to_json()) for e in events]
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(texts, indent=2, sort_keys=True) + "\n")
+    assert texts == json.loads(GOLDEN.read_text())
+    for event in events:
+        again = Event.from_json(event.to_json())
+        assert type(again) is type(event)
+        assert again.to_json() == event.to_json()

@@ -1,0 +1,143 @@
+"""Pins the user-facing names (API.md) and keeps the layers honest."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PUBLIC = {
+    "flink_agents.api.agents.agent": {"Agent", "ActionDefinition", "resource_type_of"},
+    "flink_agents.api.agents.react_agent": {
+        "ReActAgent",
+        "parse_output",
+        "react_start_action",
+        "react_stop_action",
+    },
+    "flink_agents.api.core_options": {
+        "AgentConfigOptions",
+        "AgentConfiguration",
+        "AgentExecutionOptions",
+        "ConfigOption",
+        "ErrorHandlingStrategy",
+    },
+    "flink_agents.api.decorators": {
+        "ActionMarker",
+        "ResourceMarker",
+        "action",
+        "chat_model_connection",
+        "chat_model_setup",
+        "embedding_model_connection",
+        "embedding_model_setup",
+        "mcp_server",
+        "prompt",
+        "tool",
+        "vector_store",
+    },
+    "flink_agents.api.resource": {
+        "Resource",
+        "ResourceDescriptor",
+        "ResourceType",
+        "SerializableResource",
+    },
+    "flink_agents.api.events.event": {
+        "ErrorEvent",
+        "Event",
+        "InputEvent",
+        "OutputEvent",
+        "event_class_for",
+    },
+    "flink_agents.api.events.chat_event": {"ChatRequestEvent", "ChatResponseEvent"},
+    "flink_agents.api.events.tool_event": {"ToolRequestEvent", "ToolResponseEvent"},
+    "flink_agents.api.events.context_retrieval_event": {
+        "ContextRetrievalRequestEvent",
+        "ContextRetrievalResponseEvent",
+    },
+    "flink_agents.api.runner_context": {"RunnerContext"},
+    "flink_agents.api.memory_object": {"MemoryObject"},
+    "flink_agents.api.memory_reference": {"MemoryRef"},
+    "flink_agents.api.chat_message": {"ChatMessage", "MessageRole"},
+    "flink_agents.api.chat_models.chat_model": {
+        "BaseChatModelConnection",
+        "BaseChatModelSetup",
+    },
+    "flink_agents.api.embedding_models.embedding_model": {
+        "BaseEmbeddingModelConnection",
+        "BaseEmbeddingModelSetup",
+    },
+    "flink_agents.api.vector_stores.vector_store": {
+        "BaseVectorStore",
+        "Document",
+        "VectorStoreQuery",
+        "VectorStoreQueryResult",
+    },
+    "flink_agents.api.prompts.prompt": {"Prompt"},
+    "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
+    "flink_agents.api.tools.function_tool": {"FunctionTool"},
+    "flink_agents.api.execution_environment": {"AgentBuilder", "AgentsExecutionEnvironment"},
+    "flink_agents.api.metric_group": {"MetricGroup"},
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC))
+def test_public_names_are_pinned(module_name):
+    module = importlib.import_module(module_name)
+    defined = {
+        name
+        for name, obj in vars(module).items()
+        if not name.startswith("_") and getattr(obj, "__module__", None) == module_name
+    }
+    assert defined == PUBLIC[module_name]
+
+
+def test_error_handling_strategy_importable_from_react_agent():
+    from flink_agents.api.agents.react_agent import ErrorHandlingStrategy
+    from flink_agents.api.core_options import ErrorHandlingStrategy as Same
+
+    assert ErrorHandlingStrategy is Same
+
+
+def test_api_and_local_environment_work_without_pyflink():
+    """With pyflink unimportable, the whole api imports and the local environment runs."""
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["pyflink"] = None  # any `import pyflink...` now raises ImportError
+        sys.modules["pemja"] = None
+        import pkgutil, importlib
+        import flink_agents.api as api
+        for info in pkgutil.walk_packages(api.__path__, "flink_agents.api."):
+            importlib.import_module(info.name)
+        import flink_agents.plan, flink_agents.runtime, flink_agents.testing
+        from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+        from tests.runtime.agents import CounterAgent
+        env = AgentsExecutionEnvironment.get_execution_environment()
+        out = env.from_list([{"key": "k", "value": 1}, {"key": "k", "value": 2}])
+        out = out.apply(CounterAgent()).to_list()
+        env.execute()
+        assert [o["k"]["count"] for o in out] == [1, 2], out
+        assert not any(m.startswith("pyflink.") for m in sys.modules), "pyflink leaked in"
+        print("OK")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "OK"
+
+
+def test_errors_pickle_with_their_location():
+    import pickle
+
+    from flink_agents.errors import ActionError, ModelCallError, PlanValidationError
+
+    err = ActionError("boom", key="k", action="a", event_id="e")
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.key, again.action, again.event_id) == ("k", "a", "e")
+    assert str(again) == str(err) == "boom [key='k', action='a', event=e]"
+    m = pickle.loads(pickle.dumps(ModelCallError("slow", provider="openai", model="x", status=429)))
+    assert m.status == 429 and "provider=openai, model=x, status=429: slow" in str(m)
+    p = pickle.loads(pickle.dumps(PlanValidationError(["one", "two"])))
+    assert p.problems == ["one", "two"] and "2 problem(s)" in str(p)

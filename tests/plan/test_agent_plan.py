@@ -1,0 +1,116 @@
+"""AgentPlan compilation, JSON round-trip (golden file) and validation."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from flink_agents.api.agents.agent import Agent
+from flink_agents.api.events.event import InputEvent
+from flink_agents.api.resource import ResourceDescriptor, ResourceType
+from flink_agents.errors import PlanValidationError, ResourceError
+from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.resources import ResourceCache
+from tests.plan import plan_agents
+
+GOLDEN = Path(__file__).parent / "golden" / "golden_agent_plan.json"
+
+
+def test_plan_matches_golden_file_and_round_trips():
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent(), {"max-retries": 5, "custom": "x"})
+    text = json.dumps(json.loads(plan.model_dump_json()), indent=2, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(text)
+    assert text == GOLDEN.read_text(), "plan format changed: rerun with UPDATE_GOLDEN=1 and review"
+    again = AgentPlan.model_validate_json(plan.model_dump_json())
+    assert again.model_dump() == plan.model_dump()
+    assert again.model_dump_json() == plan.model_dump_json()
+
+
+def test_secrets_stay_out_of_the_plan_json_but_reach_the_resource():
+    agent = Agent()
+    agent.add_resource(
+        "keyed",
+        ResourceDescriptor(clazz=plan_agents.KeyedConnection, api_key="sk-very-secret-123"),
+    )
+    plan = AgentPlan.from_agent(agent)
+    text = plan.model_dump_json()
+    assert "sk-very-secret-123" not in text
+    assert "__flink_agents_secret__" in text
+    # The resource still receives the key, also from a plan read back from JSON.
+    restored = AgentPlan.model_validate_json(text).with_secrets(plan.secrets)
+    conn = ResourceCache(restored).get("keyed", ResourceType.CHAT_MODEL_CONNECTION)
+    assert conn.chat([]).content == "key ends 123"
+
+
+def test_secrets_are_masked_in_resource_errors():
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent())  # scripted conn has no api_key
+    assert "sk-very-secret-123" not in plan.model_dump_json()
+    with pytest.raises(ResourceError) as info:
+        ResourceCache(plan).get("conn", ResourceType.CHAT_MODEL_CONNECTION)
+    assert "api_key" in str(info.value) and "Extra inputs are not permitted" in str(info.value)
+    assert "sk-very-secret-123" not in str(info.value)
+
+
+def test_plan_lists_builtin_actions_like_user_actions():
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent())
+    assert plan.actions["chat_model_action"].builtin
+    assert plan.actions_by_event["_chat_request_event"] == ["chat_model_action"]
+    assert plan.actions_by_event["_tool_request_event"] == ["tool_call_action"]
+    assert plan.actions_by_event["_output_event"] == ["finish"]
+    assert plan.actions["finish"].is_async
+
+
+def test_validation_collects_every_problem_with_hints():
+    with pytest.raises(PlanValidationError) as info:
+        AgentPlan.from_agent(plan_agents.BrokenAgent())
+    problems = info.value.problems
+    text = "\n".join(problems)
+    assert len(problems) == 5, text
+    assert "unknown event type 'no_such_event'" in text and "EVENT_TYPE" in text
+    assert "neither an Event subclass nor an event type string" in text
+    assert "must take exactly two arguments (event, ctx)" in text
+    assert "chat_model_connection 'missing_conn'" in text
+    assert "tool 'missing_tool'" in text
+
+
+def test_lambdas_closures_and_duplicates_are_reported():
+    with pytest.raises(PlanValidationError) as info:
+        AgentPlan.from_agent(plan_agents.make_closure_agent())
+    text = str(info.value)
+    assert "duplicate action name 'dup'" in text
+    assert "is a lambda" in text and "closure" in text
+    assert "ALLOW_PICKLED_FUNCTIONS" in text
+
+
+def test_cloudpickle_fallback_when_enabled():
+    agent = Agent()
+    factor = 3
+    agent.add_action(
+        "lam",
+        [InputEvent],
+        lambda e, ctx: ctx.send_event(
+            __import__("flink_agents.api.events.event", fromlist=["x"]).OutputEvent(
+                output=e.input * factor
+            )
+        ),
+    )
+    plan = AgentPlan.from_agent(agent, {"allow-pickled-functions": True})
+    restored = AgentPlan.model_validate_json(plan.model_dump_json())
+    from flink_agents.runtime.core import AgentRunner
+
+    assert AgentRunner(restored).run_sync("k", 2).outputs == [6]
+
+
+def test_reserved_and_missing_resource_types():
+    agent = Agent()
+    agent.add_action("chat_model_action", [InputEvent], plan_agents.GoldenAgent.start)
+    agent.add_resource("p", ResourceType.PROMPT, plan_agents.GoldenAgent.start)
+    with pytest.raises(PlanValidationError) as info:
+        AgentPlan.from_agent(agent)
+    text = str(info.value)
+    assert "reserved for a built-in action" in text
+    assert "only tools can be given as functions" in text
