@@ -1,0 +1,466 @@
+"""What every model integration shares: retries, a concurrency limit, per-loop clients,
+secret handling and reply bookkeeping (token usage, latency).
+
+Private: the public names are the connections and setups in the integration modules.
+
+Design notes:
+
+- **Retries** use ``tenacity``: exponential backoff with jitter on 408/409/425/429/5xx,
+  timeouts and connection errors; a ``Retry-After`` header shortens or lengthens the wait
+  (never beyond ``retry_max_backoff``). Anything else fails at once.
+- **Concurrency** is limited per connection by :class:`CallLimiter`, a semaphore that works
+  across threads *and* event loops (the local runner uses a fresh loop per ``execute()``,
+  the Flink host one background loop, sync ``chat`` any thread), which an
+  ``asyncio.Semaphore`` (bound to one loop) cannot.
+- **Async HTTP clients** are kept per event loop (:class:`PerLoop`): an httpx/openai async
+  client's connection pool belongs to the loop that created it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, Generic, TypeVar
+
+import httpx
+import tenacity
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr
+
+from flink_agents.errors import ModelCallError
+
+log = logging.getLogger("flink_agents.integrations")
+
+T = TypeVar("T")
+
+#: HTTP statuses worth retrying: timeouts, conflicts, rate limits and server errors.
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """Whether a reply with this HTTP status is worth retrying."""
+    return status is not None and (status in RETRYABLE_STATUSES or status >= 500)
+
+
+class CallFailure(Exception):
+    """One failed attempt of a model call, classified for the retry policy.
+
+    Attributes:
+        message: what went wrong (never contains secrets).
+        status: the HTTP status, if the server answered.
+        retryable: whether another attempt may succeed.
+        retry_after: seconds the server asked us to wait, if it said so.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` headers (numbers only)."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            continue  # an HTTP date: fall back to our own backoff
+    return None
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every secret replaced by ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def snippet(text: str, limit: int = 300) -> str:
+    """The start of a (possibly long) server reply, for error messages."""
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class CallLimiter:
+    """A counting semaphore usable from any thread and any event loop.
+
+    Async waiters park on a future of their own loop and are woken through
+    ``call_soon_threadsafe``; sync waiters park on a ``threading.Event``. A released slot is
+    handed directly to the oldest waiter, so waiting is fair (FIFO).
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"concurrency limit must be >= 1, got {limit}")
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._in_use = 0
+        self._waiters: collections.deque[Any] = collections.deque()
+
+    @property
+    def in_use(self) -> int:
+        """Slots currently held."""
+        return self._in_use
+
+    def release(self) -> None:
+        """Give a slot back (to the oldest waiter, if any)."""
+        while True:
+            with self._lock:
+                if not self._waiters:
+                    self._in_use -= 1
+                    return
+                waiter = self._waiters.popleft()
+            if isinstance(waiter, threading.Event):
+                waiter.set()
+                return
+            loop, fut = waiter
+            try:
+                loop.call_soon_threadsafe(self._grant, fut)
+                return
+            except RuntimeError:  # that loop is closed: its waiter is gone, try the next
+                continue
+
+    def _grant(self, fut: asyncio.Future[None]) -> None:
+        if fut.cancelled():
+            self.release()  # the waiter gave up after the slot was handed to it
+        else:
+            fut.set_result(None)
+
+    async def acquire(self) -> None:
+        """Wait for a slot without blocking the event loop."""
+        with self._lock:
+            if self._in_use < self.limit and not self._waiters:
+                self._in_use += 1
+                return
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            entry = (asyncio.get_running_loop(), fut)
+            self._waiters.append(entry)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            with self._lock:
+                try:
+                    self._waiters.remove(entry)
+                    queued = True
+                except ValueError:
+                    queued = False
+            if not queued and fut.done() and not fut.cancelled():
+                self.release()  # granted, then cancelled before we could use it
+            raise
+
+    def acquire_sync(self) -> None:
+        """Block the calling thread until a slot is free."""
+        with self._lock:
+            if self._in_use < self.limit and not self._waiters:
+                self._in_use += 1
+                return
+            event = threading.Event()
+            self._waiters.append(event)
+        event.wait()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """``with limiter.hold():`` for sync callers."""
+        self.acquire_sync()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+class PerLoop(Generic[T]):
+    """One object per event loop (async HTTP clients), created on first use in that loop."""
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._items: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> T:
+        """The object of the running loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            item = self._items.get(loop)
+            if item is None:
+                item = self._factory()
+                self._items[loop] = item
+            return item
+
+    def close(self, closer: Callable[[T], Awaitable[Any]]) -> None:
+        """Close every object whose loop is still running (others go with their loop)."""
+        with self._lock:
+            items, self._items = list(self._items.items()), weakref.WeakKeyDictionary()
+        for loop, item in items:
+            if loop.is_running() and not loop.is_closed():
+                try:
+                    asyncio.run_coroutine_threadsafe(closer(item), loop)  # type: ignore[arg-type]
+                except RuntimeError:
+                    pass  # the loop closed meanwhile
+
+
+class ModelClientSettings(BaseModel):
+    """Options every model connection has (timeouts, retries, concurrency).
+
+    Attributes:
+        timeout: seconds one attempt may take before it counts as failed.
+        max_retries: further attempts after a retryable failure (429, 5xx, timeout,
+            connection error); 0 disables retries.
+        retry_initial_backoff: seconds before the first retry; doubles on each retry.
+        retry_max_backoff: upper bound of one wait between attempts.
+        max_concurrency: calls this connection runs at once (per task slot); further calls
+            wait for a free slot.
+    """
+
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_initial_backoff: float = Field(default=0.5, ge=0)
+    retry_max_backoff: float = Field(default=8.0, ge=0)
+    max_concurrency: int = Field(default=16, ge=1)
+
+    _limiter: CallLimiter | None = PrivateAttr(default=None)
+    _limiter_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    #: provider name used in errors and logs; set by each integration.
+    PROVIDER: ClassVar[str] = "model"
+
+    @property
+    def limiter(self) -> CallLimiter:
+        """This connection's concurrency limiter."""
+        if self._limiter is None:
+            with self._limiter_lock:
+                if self._limiter is None:
+                    self._limiter = CallLimiter(self.max_concurrency)
+        return self._limiter
+
+    def _secrets(self) -> tuple[str | None, ...]:
+        """Secret values to scrub from error messages (override where there are some)."""
+        return ()
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        backoff = self.retry_initial_backoff * (2 ** (state.attempt_number - 1))
+        backoff = min(self.retry_max_backoff, backoff * (0.5 + random.random() / 2))
+        if isinstance(exc, CallFailure) and exc.retry_after is not None:
+            backoff = min(self.retry_max_backoff, exc.retry_after)
+        return backoff
+
+    def _retry_kwargs(self, model: str | None) -> dict[str, Any]:
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            log.warning(
+                "%s call to model %r failed (attempt %d of %d): %s; retrying in %.2fs",
+                self.PROVIDER,
+                model,
+                state.attempt_number,
+                self.max_retries + 1,
+                redact(str(exc), *self._secrets()),
+                wait,
+            )
+
+        return {
+            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
+            "wait": self._wait,
+            "retry": tenacity.retry_if_exception(
+                lambda e: isinstance(e, CallFailure) and e.retryable
+            ),
+            "before_sleep": before_sleep,
+            "reraise": True,
+        }
+
+    def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
+        tries = f" after {attempts} attempt(s)" if exc.retryable else ""
+        message = redact(f"{exc.message}{tries}", *self._secrets())
+        return ModelCallError(message, provider=self.PROVIDER, model=model, status=exc.status)
+
+    def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
+        """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit
+        with retries. Returns the result and the number of attempts made.
+
+        Raises:
+            ModelCallError: the call failed for good.
+        """
+        retrying = tenacity.Retrying(**self._retry_kwargs(model))
+        with self.limiter.hold():
+            try:
+                result = retrying(attempt)
+            except CallFailure as exc:
+                raise self._error(
+                    exc, model, retrying.statistics.get("attempt_number", 1)
+                ) from None
+        return result, int(retrying.statistics.get("attempt_number", 1))
+
+    async def acall_with_retries(
+        self, attempt: Callable[..., Awaitable[T]], *args: Any, model: str | None
+    ) -> tuple[T, int]:
+        """Asynchronous :meth:`call_with_retries`: ``attempt`` is an ``async def`` function
+        (called with ``args``)."""
+        retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model))
+        await self.limiter.acquire()
+        try:
+            result: T = await retrying(attempt, *args)
+        except CallFailure as exc:
+            raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
+        finally:
+            self.limiter.release()
+        return result, int(retrying.statistics.get("attempt_number", 1))
+
+
+def secret_value(value: SecretStr | str | None) -> str | None:
+    """The plain text of a secret field."""
+    if value is None:
+        return None
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+
+class Stopwatch:
+    """Milliseconds since creation (monotonic)."""
+
+    def __init__(self) -> None:
+        self._start = time.perf_counter()
+
+    @property
+    def ms(self) -> float:
+        """Elapsed milliseconds, rounded to 0.1 ms."""
+        return round((time.perf_counter() - self._start) * 1000.0, 1)
+
+
+def usage(prompt: Any, completion: Any) -> dict[str, int] | None:
+    """Token usage in our common shape, or None when the server did not report it."""
+    if prompt is None and completion is None:
+        return None
+    p, c = int(prompt or 0), int(completion or 0)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+class HttpJsonClient(ModelClientSettings):
+    """A model connection that speaks JSON over HTTP with ``httpx`` (Ollama, Anthropic...).
+
+    Subclasses say where to send requests (:meth:`_base_url`), which headers to add and how
+    to read an error body; one attempt is :meth:`_post` / :meth:`_apost`.
+    """
+
+    _sync_client: httpx.Client | None = PrivateAttr(default=None)
+    _async_clients: PerLoop[httpx.AsyncClient] | None = PrivateAttr(default=None)
+
+    def _base_url(self) -> str:
+        raise NotImplementedError
+
+    def _headers(self) -> dict[str, str]:
+        return {}
+
+    def _error_text(self, body: Any) -> str | None:
+        """The server's error message inside a parsed error body, if any."""
+        if isinstance(body, dict):
+            err = body.get("error")
+            if isinstance(err, dict):
+                return str(err.get("message") or err)
+            if err:
+                return str(err)
+        return None
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        return {
+            "base_url": self._base_url(),
+            "headers": self._headers(),
+            "timeout": httpx.Timeout(self.timeout),
+            "limits": httpx.Limits(max_connections=max(self.max_concurrency, 1)),
+        }
+
+    @property
+    def http(self) -> httpx.Client:
+        """The shared synchronous client (thread safe)."""
+        if self._sync_client is None:
+            with self._limiter_lock:
+                if self._sync_client is None:
+                    self._sync_client = httpx.Client(**self._client_kwargs())
+        return self._sync_client
+
+    @property
+    def ahttp(self) -> httpx.AsyncClient:
+        """The asynchronous client of the running event loop."""
+        if self._async_clients is None:
+            with self._limiter_lock:
+                if self._async_clients is None:
+                    self._async_clients = PerLoop(
+                        lambda: httpx.AsyncClient(**self._client_kwargs())
+                    )
+        return self._async_clients.get()
+
+    def _reply(self, response: httpx.Response) -> Any:
+        status = response.status_code
+        if status >= 400:
+            try:
+                detail = self._error_text(response.json()) or snippet(response.text)
+            except ValueError:
+                detail = snippet(response.text) or response.reason_phrase
+            raise CallFailure(
+                f"HTTP {status} from {response.request.url}: {detail}",
+                status=status,
+                retryable=is_retryable_status(status),
+                retry_after=parse_retry_after(response.headers),
+            )
+        try:
+            return response.json()
+        except ValueError:
+            raise CallFailure(
+                f"malformed JSON in the reply from {response.request.url}: "
+                f"{snippet(response.text, 200)!r}",
+                status=status,
+            ) from None
+
+    def _transport_failure(self, exc: httpx.HTTPError, path: str) -> CallFailure:
+        url = f"{self._base_url().rstrip('/')}{path}"
+        if isinstance(exc, httpx.TimeoutException):
+            return CallFailure(f"no reply from {url} within {self.timeout}s", retryable=True)
+        return CallFailure(
+            f"cannot reach {url}: {type(exc).__name__}: {exc}",
+            retryable=isinstance(exc, httpx.TransportError),
+        )
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        """One synchronous attempt."""
+        try:
+            response = self.http.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise self._transport_failure(exc, path) from None
+        return self._reply(response)
+
+    async def _apost(self, path: str, body: dict[str, Any]) -> Any:
+        """One asynchronous attempt."""
+        try:
+            response = await self.ahttp.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise self._transport_failure(exc, path) from None
+        return self._reply(response)
+
+    def _close_clients(self) -> None:
+        if self._sync_client is not None:
+            self._sync_client.close()
+            self._sync_client = None
+        if self._async_clients is not None:
+            self._async_clients.close(lambda c: c.aclose())
+            self._async_clients = None

@@ -1,0 +1,1 @@
+"""OpenAI and OpenAI-compatible chat models."""

@@ -1,0 +1,362 @@
+"""OpenAI and every OpenAI-compatible server (vLLM, llama.cpp, LM Studio, Azure-compatible
+endpoints, Ollama's ``/v1``), through the official ``openai`` SDK.
+
+Example::
+
+    agent.add_resource("openai", ResourceDescriptor(
+        clazz=OpenAIChatModelConnection, api_base_url="http://127.0.0.1:8000/v1"))
+    agent.add_resource("model", ResourceDescriptor(
+        clazz=OpenAIChatModelSetup, connection="openai", model="gpt-4o-mini", tools=["add"]))
+
+The API key comes from ``api_key`` or the ``OPENAI_API_KEY`` environment variable. It is
+kept out of the plan JSON, of ``repr``, logs and error messages. A server that needs no key
+(a local vLLM) gets a placeholder when neither is set and ``api_base_url`` is given.
+
+Retries (429, 5xx, timeouts, connection errors) are ours, with exponential backoff
+(see :class:`~flink_agents.integrations._common.ModelClientSettings`), so the SDK's own
+retries are off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import openai
+from pydantic import Field, PrivateAttr, SecretStr
+
+from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
+from flink_agents.api.tools.tool import Tool
+from flink_agents.errors import ModelCallError
+from flink_agents.integrations._common import (
+    CallFailure,
+    ModelClientSettings,
+    PerLoop,
+    Stopwatch,
+    is_retryable_status,
+    parse_retry_after,
+    secret_value,
+    snippet,
+    usage,
+)
+from flink_agents.integrations.chat_models._messages import (
+    assistant_reply,
+    make_call,
+    split_reasoning,
+    tool_call_id,
+)
+
+#: Request parameters the SDK's ``chat.completions.create`` takes by name; any other
+#: option goes to the server in ``extra_body`` (vLLM's ``top_k``, for example).
+_SDK_PARAMS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "top_p",
+        "seed",
+        "stop",
+        "n",
+        "logprobs",
+        "top_logprobs",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "reasoning_effort",
+        "tool_choice",
+        "parallel_tool_calls",
+        "user",
+        "response_format",
+        "metadata",
+        "store",
+        "service_tier",
+    }
+)
+
+StructuredOutput = Literal["json_schema", "json_object", "off"]
+
+
+def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Our messages in the Chat Completions format (tool calls with JSON-text arguments,
+    tool results with their ``tool_call_id``)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role is MessageRole.TOOL:
+            out.append({"role": "tool", "tool_call_id": tool_call_id(m), "content": m.content})
+        elif m.role is MessageRole.ASSISTANT and m.tool_calls:
+            calls = []
+            for c in m.tool_calls:
+                fn = c.get("function") or {}
+                args = fn.get("arguments", {})
+                calls.append(
+                    {
+                        "id": str(c.get("id")),
+                        "type": "function",
+                        "function": {
+                            "name": fn.get("name", ""),
+                            "arguments": args if isinstance(args, str) else json.dumps(args),
+                        },
+                    }
+                )
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": calls})
+        else:
+            out.append({"role": m.role.value, "content": m.content})
+    return out
+
+
+def response_format(schema: dict[str, Any] | None, mode: StructuredOutput) -> dict[str, Any] | None:
+    """The ``response_format`` asking for JSON that follows ``schema``."""
+    if schema is None or mode == "off":
+        return None
+    if mode == "json_object":
+        return {"type": "json_object"}
+    name = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in str(schema.get("title", "")))
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name or "output", "schema": schema, "strict": False},
+    }
+
+
+class OpenAIChatModelConnection(BaseChatModelConnection, ModelClientSettings):
+    """Client of the OpenAI Chat Completions API or a server compatible with it.
+
+    Attributes:
+        api_key: the API key; default: the ``OPENAI_API_KEY`` environment variable.
+        api_base_url: the server's base URL (``http://host:port/v1``); default: OpenAI's.
+        default_headers: extra HTTP headers sent with every request.
+        timeout: seconds one attempt may take.
+        max_retries: further attempts after 429, 5xx, timeouts or connection errors.
+        retry_initial_backoff: seconds before the first retry (doubling, with jitter).
+        retry_max_backoff: upper bound of one wait.
+        max_concurrency: calls this connection runs at once per task slot.
+    """
+
+    PROVIDER = "openai"
+
+    api_key: SecretStr | None = Field(default=None, repr=False)
+    api_base_url: str | None = None
+    default_headers: dict[str, str] | None = Field(default=None, repr=False)
+
+    _client: openai.OpenAI | None = PrivateAttr(default=None)
+    _aclients: PerLoop[openai.AsyncOpenAI] | None = PrivateAttr(default=None)
+    _client_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _key(self) -> str:
+        key = secret_value(self.api_key) or os.environ.get("OPENAI_API_KEY")
+        if key:
+            return key
+        if self.api_base_url:
+            return "not-needed"  # local OpenAI-compatible servers usually take no key
+        raise ModelCallError(
+            "no API key: pass api_key= or set the OPENAI_API_KEY environment variable",
+            provider=self.PROVIDER,
+        )
+
+    def _secrets(self) -> tuple[str | None, ...]:
+        return (secret_value(self.api_key), os.environ.get("OPENAI_API_KEY"))
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "api_key": self._key(),
+            "max_retries": 0,  # retries are ours (one policy for every provider)
+            "timeout": self.timeout,
+            "default_headers": self.default_headers,
+        }
+        if self.api_base_url:
+            kwargs["base_url"] = self.api_base_url
+        return kwargs
+
+    @property
+    def client(self) -> openai.OpenAI:
+        """The synchronous SDK client (thread safe, shared)."""
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    self._client = openai.OpenAI(**self._client_kwargs())
+        return self._client
+
+    @property
+    def aclient(self) -> openai.AsyncOpenAI:
+        """The asynchronous SDK client of the running event loop."""
+        if self._aclients is None:
+            kwargs = self._client_kwargs()
+            with self._client_lock:
+                if self._aclients is None:
+                    self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**kwargs))
+        return self._aclients.get()
+
+    def _request(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> tuple[dict[str, Any], str]:
+        kwargs = dict(kwargs)
+        model = kwargs.pop("model", None)
+        if not model:
+            raise ModelCallError(
+                "no model name: set model= on the chat model setup", provider=self.PROVIDER
+            )
+        schema = kwargs.pop("output_schema", None)
+        mode: StructuredOutput = kwargs.pop("structured_output", "json_schema")
+        extra_body = dict(kwargs.pop("extra_body", None) or {})
+        try:
+            request: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages)}
+        except ValueError as exc:
+            raise ModelCallError(str(exc), provider=self.PROVIDER, model=model) from None
+        if tools:
+            request["tools"] = [t.metadata.to_openai_tool() for t in tools]
+        fmt = response_format(schema, mode)
+        if fmt is not None and "response_format" not in kwargs:
+            request["response_format"] = fmt
+        for key, value in kwargs.items():
+            if value is None:
+                continue
+            if key in _SDK_PARAMS:
+                request[key] = value
+            else:
+                extra_body[key] = value
+        if extra_body:
+            request["extra_body"] = extra_body
+        return request, model
+
+    def _failure(self, exc: Exception) -> CallFailure:
+        if isinstance(exc, openai.APITimeoutError):
+            return CallFailure(f"no reply within {self.timeout}s", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return CallFailure(
+                f"cannot reach {self.api_base_url or 'api.openai.com'}: "
+                f"{type(cause).__name__}: {cause}",
+                retryable=True,
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            body = exc.body
+            if isinstance(body, dict) and isinstance(body.get("error"), dict):
+                body = body["error"]
+            detail = body.get("message") if isinstance(body, dict) else None
+            return CallFailure(
+                f"HTTP {status}: {snippet(str(detail or exc.message))}",
+                status=status,
+                retryable=is_retryable_status(status),
+                retry_after=parse_retry_after(exc.response.headers),
+            )
+        if isinstance(exc, (ValueError, openai.APIResponseValidationError)):
+            return CallFailure(f"malformed reply: {type(exc).__name__}: {snippet(str(exc))}")
+        return CallFailure(f"{type(exc).__name__}: {snippet(str(exc))}")
+
+    def _attempt(self, request: dict[str, Any]) -> Any:
+        try:
+            return self.client.chat.completions.create(**request)
+        except (openai.OpenAIError, ValueError) as exc:
+            raise self._failure(exc) from None
+
+    async def _aattempt(self, request: dict[str, Any]) -> Any:
+        try:
+            return await self.aclient.chat.completions.create(**request)
+        except (openai.OpenAIError, ValueError) as exc:
+            raise self._failure(exc) from None
+
+    def _parse(self, completion: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise ModelCallError(
+                f"the reply has no choices: {snippet(str(completion))}",
+                provider=self.PROVIDER,
+                model=model,
+            )
+        choice = choices[0]
+        msg = choice.message
+        calls = [
+            make_call(c.id, c.function.name, c.function.arguments)
+            for c in (msg.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        ]
+        content, reasoning = split_reasoning(msg.content or "")
+        extra = msg.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning") or reasoning
+        u = completion.usage
+        return assistant_reply(
+            content,
+            calls,
+            {
+                "model": completion.model or model,
+                "finish_reason": choice.finish_reason,
+                "usage": usage(u.prompt_tokens, u.completion_tokens) if u else None,
+                "reasoning": reasoning,
+                "latency_ms": watch.ms,
+                "attempts": attempts,
+            },
+        )
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """Ask the model; see :class:`OpenAIChatModelSetup` for the options.
+
+        Raises:
+            ModelCallError: the call failed after retries (names provider, model, status).
+        """
+        request, model = self._request(messages, tools, kwargs)
+        watch = Stopwatch()
+        completion, attempts = self.call_with_retries(lambda: self._attempt(request), model=model)
+        return self._parse(completion, model, watch, attempts)
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """Asynchronous :meth:`chat` (``openai.AsyncOpenAI``)."""
+        request, model = self._request(messages, tools, kwargs)
+        watch = Stopwatch()
+        completion, attempts = await self.acall_with_retries(self._aattempt, request, model=model)
+        return self._parse(completion, model, watch, attempts)
+
+    def close(self) -> None:
+        """Close the HTTP clients."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._aclients is not None:
+            self._aclients.close(lambda c: c.close())
+            self._aclients = None
+
+
+class OpenAIChatModelSetup(BaseChatModelSetup):
+    """How an agent uses an OpenAI-compatible model.
+
+    Attributes:
+        connection: name of the :class:`OpenAIChatModelConnection` resource.
+        model: the model name (default ``gpt-4o-mini``).
+        temperature: sampling temperature.
+        max_tokens: most tokens to generate.
+        structured_output: how a requested output schema is sent: ``"json_schema"``
+            (structured outputs), ``"json_object"`` (JSON mode, for servers without
+            structured outputs) or ``"off"``.
+        additional_kwargs: further request options (``top_p``, ``seed``, ``reasoning_effort``,
+            server-specific ones...).
+    """
+
+    model: str | None = "gpt-4o-mini"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    structured_output: StructuredOutput = "json_schema"
+    additional_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def model_kwargs(self) -> dict[str, Any]:
+        """The options sent with every call."""
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "structured_output": self.structured_output,
+            **self.additional_kwargs,
+        }
