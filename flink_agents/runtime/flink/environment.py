@@ -1,0 +1,297 @@
+"""The Flink execution environment: DataStream / Table in, agent, DataStream / Table out.
+
+``apply(agent)`` compiles the agent into an :class:`AgentPlan`; what travels to the task side
+is the plan's JSON (plus its secrets, pickled with the function, never in the JSON), which
+:class:`~flink_agents.runtime.flink.function.AgentProcessFunction` rebuilds in ``open()``.
+
+The environment also sets up the Python workers, which must find this venv:
+``python.executable`` and, for thread mode, ``python.pythonpath``; and the execution mode,
+``thread`` unless the agents configuration or the Flink configuration says otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pyflink.common import Row, WatermarkStrategy
+from pyflink.common.typeinfo import RowTypeInfo, TypeInformation, Types
+from pyflink.common.watermark_strategy import TimestampAssigner
+from pyflink.datastream import DataStream, KeySelector, StreamExecutionEnvironment
+from pyflink.java_gateway import get_gateway
+
+from flink_agents.api.agents.agent import Agent
+from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
+from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.flink.function import AgentProcessFunction
+
+log = logging.getLogger("flink_agents.runtime.flink")
+
+#: Agents-config key (and Flink option) choosing PyFlink's Python execution mode.
+EXECUTION_MODE = "python.execution-mode"
+#: Agents-config key: extra directories for the Python workers' path.
+PYTHONPATH = "python.pythonpath"
+
+
+class _CarriedTimestamp(TimestampAssigner):
+    """Puts the input's timestamp (carried in the pair) back on the output record."""
+
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        ts = value[0]
+        return ts if ts is not None else record_timestamp
+
+
+class _RoundRobinKey(KeySelector):
+    """Key of keyless input: round-robin over ``buckets`` keys.
+
+    A per-record unique key would keep state (and a key group entry) for every record ever
+    seen; a fixed key space of ``max-in-flight`` keys still lets that many records run at
+    once, and memory is kept per record by the function (``keyless=True``).
+    """
+
+    def __init__(self, buckets: int) -> None:
+        self._buckets = buckets
+        self._next = 0
+
+    def get_key(self, value: Any) -> int:
+        self._next = (self._next + 1) % self._buckets
+        return self._next
+
+
+class _UserKey(KeySelector):
+    """Wraps a user key selector given as a plain function."""
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self._func = func
+
+    def get_key(self, value: Any) -> Any:
+        return self._func(value)
+
+
+def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:
+    names = type_info.get_field_names()
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, Row):
+            return value
+        if isinstance(value, dict):
+            return Row(**{n: value.get(n) for n in names})
+        if isinstance(value, (list, tuple)):
+            return Row(*value)
+        if hasattr(value, "model_dump"):
+            dumped = value.model_dump()
+            return Row(**{n: dumped.get(n) for n in names})
+        return Row(value)
+
+    return convert
+
+
+class FlinkAgentBuilder(AgentBuilder):
+    """An input stream; ``apply`` an agent, then take its output as a DataStream or Table."""
+
+    def __init__(
+        self,
+        env: FlinkExecutionEnvironment,
+        stream: DataStream,
+        key_selector: Callable[[Any], Any] | KeySelector | None,
+    ) -> None:
+        self._env = env
+        self._stream = stream
+        self._key_selector = key_selector
+        self._plan: AgentPlan | None = None
+        self._output: DataStream | None = None
+
+    @property
+    def plan(self) -> AgentPlan:
+        """The compiled plan (after :meth:`apply`)."""
+        if self._plan is None:
+            raise RuntimeError("call apply(agent) first")
+        return self._plan
+
+    def apply(self, agent: Agent) -> FlinkAgentBuilder:
+        if self._plan is not None:
+            raise RuntimeError("apply() was already called on this input; call from_* again")
+        self._plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        return self
+
+    def _pairs(self) -> DataStream:
+        """The function's output: ``(input timestamp, output)`` pairs."""
+        plan = self.plan
+        self._env.configure_workers()
+        keyless = self._key_selector is None
+        if keyless:
+            buckets = plan.get_config().get(AgentExecutionOptions.MAX_IN_FLIGHT)
+            selector: KeySelector = _RoundRobinKey(buckets)
+        elif isinstance(self._key_selector, KeySelector):
+            selector = self._key_selector
+        else:
+            selector = _UserKey(self._key_selector)
+        function = AgentProcessFunction(plan.model_dump_json(), plan.secrets, keyless=keyless)
+        return (
+            self._stream.key_by(selector)
+            .process(function, output_type=Types.PICKLED_BYTE_ARRAY())
+            .name("flink-agents")
+        )
+
+    def to_datastream(
+        self, output_type: TypeInformation | None = None, *, carry_timestamps: bool = True
+    ) -> DataStream:
+        """The agent's outputs (``OutputEvent.output`` values) as a DataStream.
+
+        Args:
+            output_type: type of the outputs (pickled objects when not given); with a
+                ``Types.ROW_NAMED`` type, dict / tuple / pydantic outputs become rows.
+            carry_timestamps: give each output its input's timestamp. Outputs finished at
+                the end of a bounded input would otherwise carry Long.MAX_VALUE and be late
+                for every event-time window. The re-assignment does not forward upstream
+                watermarks (only the final one); pass False if you need them.
+        """
+        if self._output is not None:
+            return self._output
+        pairs = self._pairs()
+        if carry_timestamps:
+            pairs = pairs.assign_timestamps_and_watermarks(
+                WatermarkStrategy.no_watermarks().with_timestamp_assigner(_CarriedTimestamp())
+            ).name("flink-agents-timestamps")
+        if isinstance(output_type, RowTypeInfo):
+            convert = _to_row(output_type)
+            out = pairs.map(lambda pair: convert(pair[1]), output_type=output_type)
+        else:
+            out = pairs.map(
+                lambda pair: pair[1], output_type=output_type or Types.PICKLED_BYTE_ARRAY()
+            )
+        self._output = out.name("flink-agents-output")
+        return self._output
+
+    def to_table(self, schema: Any, output_type: TypeInformation) -> Any:
+        """The agent's outputs as a Table with ``schema`` (a ``pyflink.table.Schema``);
+        ``output_type`` is the row type the outputs are converted to first."""
+        t_env = self._env.t_env
+        return t_env.from_data_stream(self.to_datastream(output_type), schema)
+
+
+class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
+    """Agents over a PyFlink ``StreamExecutionEnvironment``.
+
+    Args:
+        env: the PyFlink stream environment.
+        t_env: a ``StreamTableEnvironment`` over ``env`` (made on first use if not given).
+        **kwargs: agents configuration values (``key=value``).
+    """
+
+    def __init__(self, env: StreamExecutionEnvironment, t_env: Any = None, **kwargs: Any):
+        super().__init__()
+        if not isinstance(env, StreamExecutionEnvironment):
+            raise TypeError(
+                "get_execution_environment(env) takes a pyflink StreamExecutionEnvironment, "
+                f"got {type(env).__name__}"
+            )
+        for key, value in kwargs.items():
+            self.get_config().set_str(key, value)
+        self._env = env
+        self._t_env = t_env
+        self._jars_added = False
+
+    @property
+    def env(self) -> StreamExecutionEnvironment:
+        """The PyFlink stream environment."""
+        return self._env
+
+    @property
+    def t_env(self) -> Any:
+        """The table environment (created over ``env`` when first needed)."""
+        if self._t_env is None:
+            from pyflink.table import StreamTableEnvironment
+
+            self._t_env = StreamTableEnvironment.create(self._env)
+        return self._t_env
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def from_datastream(
+        self,
+        input: DataStream,  # noqa: A002
+        key_selector: Callable[[Any], Any] | KeySelector | None = None,
+    ) -> FlinkAgentBuilder:
+        """Input from ``input``, keyed by ``key_selector``.
+
+        Without a key selector every record is its own run (its memory lasts one run) and
+        records run concurrently.
+        """
+        return FlinkAgentBuilder(self, input, key_selector)
+
+    def from_table(
+        self,
+        input: Any,  # noqa: A002
+        key_selector: Callable[[Any], Any] | KeySelector | None = None,
+    ) -> FlinkAgentBuilder:
+        """Input from a Table (insert-only); each record is a ``Row``."""
+        return FlinkAgentBuilder(self, self.t_env.to_data_stream(input), key_selector)
+
+    def execute(self, job_name: str | None = None) -> Any:
+        """Run the job (blocks until a bounded job ends)."""
+        self.configure_workers()
+        return self._env.execute(job_name or "flink-agents")
+
+    # -- worker setup ----------------------------------------------------------------------------
+    def configure_workers(self) -> None:
+        """Make the Python workers find this interpreter, its packages and the jars."""
+        gateway = get_gateway()
+        conf = gateway.jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
+            self._env._j_stream_execution_environment
+        )
+        agents_mode = self.get_config().get(EXECUTION_MODE)
+        mode = agents_mode or conf.getString(EXECUTION_MODE, None) or "thread"
+        conf.setString(EXECUTION_MODE, str(mode))
+        if conf.getString("python.executable", None) is None:
+            conf.setString("python.executable", sys.executable)
+        if conf.getString("python.client.executable", None) is None:
+            conf.setString("python.client.executable", sys.executable)
+        paths = self._python_paths()
+        existing = conf.getString(PYTHONPATH, None)
+        if existing:
+            paths = [p for p in existing.split(os.pathsep) if p] + [
+                p for p in paths if p not in existing.split(os.pathsep)
+            ]
+        conf.setString(PYTHONPATH, os.pathsep.join(paths))
+        self._add_jars()
+
+    def _python_paths(self) -> list[str]:
+        """This interpreter's package paths (thread mode does not read the venv's .pth
+        files, e.g. of an editable install), the project root and configured extras."""
+        import flink_agents
+
+        extra = self.get_config().get(PYTHONPATH) or []
+        if isinstance(extra, str):
+            extra = extra.split(os.pathsep)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(flink_agents.__file__)))
+        stdlib = os.path.realpath(os.path.dirname(os.__file__))
+        paths: list[str] = []
+        for path in [*extra, root, os.getcwd(), *sys.path]:
+            if not path or not os.path.isdir(path):
+                continue
+            real = os.path.abspath(path)
+            if os.path.realpath(real).startswith(stdlib) and "site-packages" not in real:
+                continue  # the interpreter brings its own standard library
+            if real not in paths:
+                paths.append(real)
+        return paths
+
+    def _add_jars(self) -> None:
+        if self._jars_added:
+            return
+        self._jars_added = True
+        jars: list[str] = []
+        try:
+            from flink_agents.runtime.java import bridge_jars  # type: ignore[attr-defined]
+
+            jars.extend(bridge_jars())
+        except ImportError:
+            pass
+        jars.extend(self.get_config().get(AgentExecutionOptions.JAVA_JARS) or [])
+        urls = [j if "://" in j else "file://" + os.path.abspath(j) for j in jars]
+        if urls:
+            self._env.add_jars(*urls)

@@ -1,0 +1,295 @@
+"""The keyed ProcessFunction that runs an agent plan per key (host 2 of the core).
+
+Keyed state of a key:
+
+- ``memory`` (``MapState`` path -> value): committed short-term memory, flattened;
+  optional TTL;
+- ``pending`` (``ListState``): inputs accepted and not committed yet, in arrival order
+  (a restore re-runs exactly these);
+- ``durable`` (``MapState`` ``"<input id>/<call id>"`` -> record): durable calls of runs not
+  committed yet, so a restore answers them from state instead of calling again.
+
+Flow: ``process_element`` starts an idle key's run on the slot's loop and waits only until
+the run finishes or really waits; a run that finished is committed and emitted right there
+(no timer: they cost ~2x per record). A run that waits leaves its input in ``pending`` and
+arms a processing-time timer plus an event-time *drain* timer at ``2**62``; later inputs of
+the key join its chain (:class:`~flink_agents.runtime.flink.slot.KeyWork`). ``on_timer``
+collects finished results, emits them in input order and commits them. At the end of a
+bounded input pending processing-time timers are dropped, but the watermark jumps to MAX
+and fires the drain timer, which waits for the key's work and commits all of it.
+
+Outputs are emitted as ``(timestamp, output)`` so the input's timestamp can be put back on
+the output downstream (outputs from the drain timer would otherwise carry Long.MAX_VALUE).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from pyflink.common import Time as _Time
+from pyflink.common.typeinfo import Types
+from pyflink.datastream import KeyedProcessFunction, RuntimeContext
+from pyflink.datastream.state import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    StateTtlConfig,
+)
+from pyflink.datastream.time_domain import TimeDomain
+
+from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.core import DurableRecord, RunResult
+from flink_agents.runtime.flink.slot import Item, KeyWork, SlotRuntime
+
+log = logging.getLogger("flink_agents.runtime.flink")
+
+#: Event-time of the drain timer: fired only when the watermark jumps to MAX at the end
+#: of a bounded input.
+DRAIN_TIME = 2**62
+
+#: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
+_MIN_DELAY_MS = 2
+_MAX_DELAY_MS = 1000
+
+
+class AgentProcessFunction(KeyedProcessFunction):
+    """Runs ``plan_json`` per key; emits ``(input timestamp, output)`` pairs.
+
+    Args:
+        plan_json: the plan as JSON (what travels to the task side).
+        secrets: the plan's secret arguments, kept out of the JSON (pickled with this
+            function, never written to state or logs).
+        keyless: True when the input had no key selector: each record is its own run and
+            short-term memory lives for that run only.
+    """
+
+    def __init__(self, plan_json: str, secrets: dict[str, Any], *, keyless: bool = False):
+        self._plan_json = plan_json
+        self._secrets = secrets
+        self._keyless = keyless
+        self.slot: SlotRuntime | None = None
+        self._active: dict[Any, KeyWork] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["slot"] = None
+        state["_active"] = {}
+        return state
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def open(self, runtime_context: RuntimeContext) -> None:
+        plan = AgentPlan.model_validate_json(self._plan_json).with_secrets(self._secrets)
+        config = plan.get_config()
+        self.slot = SlotRuntime(plan)
+        self._active = {}
+        self._prefix = f"{uuid.uuid4().hex[:12]}-"
+        self._counter = 0
+
+        memory = MapStateDescriptor("fa-memory", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
+        ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        if ttl:
+            memory.enable_time_to_live(
+                StateTtlConfig.new_builder(_Time.milliseconds(int(ttl * 1000)))
+                .set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
+                .set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+                .build()
+            )
+        self.memory = runtime_context.get_map_state(memory)
+        self.pending = runtime_context.get_list_state(
+            ListStateDescriptor("fa-pending", Types.PICKLED_BYTE_ARRAY())
+        )
+        self.durable = runtime_context.get_map_state(
+            MapStateDescriptor("fa-durable", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
+        )
+        self._trace = os.environ.get("FLINK_AGENTS_TRACE_FILE")
+
+    def close(self) -> None:
+        # Not a shutdown: in thread mode close() comes before the last timers fire, so the
+        # slot closes itself when its last run ends (see SlotRuntime.close).
+        if self.slot is not None:
+            self._write_trace()
+            self.slot.close()
+
+    def _write_trace(self) -> None:
+        """Append this slot's counters to ``$FLINK_AGENTS_TRACE_FILE`` (tests, benchmark)."""
+        if not self._trace or self.slot is None:
+            return
+        slot = self.slot
+        record = {
+            "pid": os.getpid(),
+            "stats": dict(slot.stats),
+            "created": {f"{t.value}:{n}": c for (t, n), c in slot.runner.resources.created.items()},
+        }
+        with open(self._trace, "a", encoding="utf-8") as fh:
+            fh.write(repr(record) + "\n")
+
+    # -- elements -------------------------------------------------------------------------------
+    def _next_id(self) -> str:
+        self._counter += 1
+        return f"{self._prefix}{self._counter}"
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
+        slot = self.slot
+        assert slot is not None
+        key = ctx.get_current_key()
+        item = Item(self._next_id(), ctx.timestamp(), value)
+        slot.acquire()
+        work = self._active.get(key)
+        if work is not None:
+            self.pending.add(item.to_state())
+            self._enqueue(work, item)
+            self._arm(work, ctx)
+            return
+        restored = self._restored_pending()
+        if restored:
+            # Inputs left from before a restore: they go first, in their order.
+            work = self._resume(key, restored, ctx)
+            self.pending.add(item.to_state())
+            self._enqueue(work, item)
+            return
+        memory = {} if self._keyless else dict(self.memory.items())
+        work = KeyWork(key, memory, persist_memory=not self._keyless)
+        work.queue.append(item)
+        work.running = True
+        if slot.start_and_settle(work):
+            slot.stats["sync"] += 1
+            yield from self._commit(work)
+            return
+        slot.stats["async"] += 1
+        self._active[key] = work
+        self.pending.add(item.to_state())
+        work.stored = True
+        self._arm(work, ctx)
+
+    def _enqueue(self, work: KeyWork, item: Item) -> None:
+        slot = self.slot
+        assert slot is not None
+        started = work.enqueue(item)
+        if started is None:
+            # The key's chain failed; its error fails the job at the key's next timer. The
+            # input stays in pending state (a restart runs it); give its place back.
+            slot.release_unstarted(1)
+        elif started:
+            slot.start(work)
+
+    def _restored_pending(self) -> list[Item]:
+        raw = self.pending.get()
+        return [Item.from_state(r) for r in raw] if raw is not None else []
+
+    def _resume(self, key: Any, items: list[Item], ctx: Any) -> KeyWork:
+        """Restart a key's uncommitted inputs after a restore, with their durable records."""
+        slot = self.slot
+        assert slot is not None
+        durable: dict[str, dict[str, DurableRecord]] = {}
+        for name, raw in self.durable.items():
+            item_id, _, call_id = name.rpartition("/")
+            durable.setdefault(item_id, {})[call_id] = pickle.loads(raw)
+        memory = {} if self._keyless else dict(self.memory.items())
+        work = KeyWork(key, memory, persist_memory=not self._keyless, durable=durable)
+        work.stored = True
+        work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
+        for item_id, calls in durable.items():
+            work.live[item_id] = dict(calls)
+        log.info("resuming %d pending input(s) of key %r after a restore", len(items), key)
+        # Restored inputs were accepted before the restore: they take in-flight places too.
+        for _ in items:
+            slot.acquire()
+        work.queue.extend(items)
+        work.running = True
+        self._active[key] = work
+        slot.start(work)
+        self._arm(work, ctx)
+        return work
+
+    def _arm(self, work: KeyWork, ctx: Any) -> None:
+        """Arm the key's processing-time timer (once) and its drain timer."""
+        if work.timer_at is not None:
+            return
+        slot = self.slot
+        assert slot is not None
+        service = ctx.timer_service()
+        delay = int(min(max(slot.run_seconds * 1000, _MIN_DELAY_MS), _MAX_DELAY_MS))
+        work.timer_at = service.current_processing_time() + delay
+        service.register_processing_time_timer(work.timer_at)
+        service.register_event_time_timer(DRAIN_TIME)
+
+    # -- timers ---------------------------------------------------------------------------------
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
+        slot = self.slot
+        assert slot is not None
+        key = ctx.get_current_key()
+        drain = ctx.time_domain() == TimeDomain.EVENT_TIME
+        work = self._active.get(key)
+        if work is None:
+            restored = self._restored_pending()
+            if not restored:
+                return  # a stale timer: the key has gone idle since
+            work = self._resume(key, restored, ctx)
+        if drain:
+            work.idle.wait()
+        elif timestamp == work.timer_at:
+            work.timer_at = None
+        slot.stats["timer_wakeups"] += 1
+        emitted = False
+        for out in self._commit(work):
+            emitted = True
+            yield out
+        if not emitted:
+            slot.stats["empty_wakeups"] += 1
+        service = ctx.timer_service()
+        if work.is_done():
+            del self._active[key]
+            if work.timer_at is not None:
+                service.delete_processing_time_timer(work.timer_at)
+            if not drain:
+                service.delete_event_time_timer(DRAIN_TIME)
+            return
+        for item_id, call_id, rec in work.unpersisted():
+            try:
+                self.durable.put(f"{item_id}/{call_id}", pickle.dumps(rec))
+            except Exception as exc:  # noqa: BLE001 - an unpicklable error result
+                log.warning("durable call %s of key %r not saved: %s", call_id, key, exc)
+            work.persisted.add((item_id, call_id))
+        self._arm(work, ctx)
+
+    # -- committing -------------------------------------------------------------------------------
+    def _commit(self, work: KeyWork) -> Iterator[Any]:
+        """Emit and commit the key's finished runs, in input order."""
+        done = work.take_results()
+        if not done:
+            return
+        committed: set[str] = set()
+        for item, outcome in done:
+            if not isinstance(outcome, RunResult):
+                raise outcome
+            if work.persist_memory:
+                for path in outcome.memory_deletes:
+                    self.memory.remove(path)
+                for path, value in outcome.memory_updates.items():
+                    self.memory.put(path, value)
+            for output in outcome.outputs:
+                yield (item.ts, output)
+            committed.add(item.id)
+        if work.persisted:
+            with work.lock:
+                for item_id in committed:
+                    work.live.pop(item_id, None)
+            gone = {pc for pc in work.persisted if pc[0] in committed}
+            for item_id, call_id in gone:
+                self.durable.remove(f"{item_id}/{call_id}")
+            work.persisted -= gone
+        elif work.live:
+            with work.lock:
+                for item_id in committed:
+                    work.live.pop(item_id, None)
+        if work.stored:
+            if work.is_done():
+                self.pending.clear()
+            else:
+                left = [r for r in self.pending.get() if r[0] not in committed]
+                self.pending.update(left)

@@ -1,0 +1,330 @@
+"""The per-slot side of the Flink host: an asyncio loop thread, the core runner, key chains.
+
+One :class:`SlotRuntime` exists per operator instance (task slot). It owns:
+
+- a background thread running an asyncio loop, on which every run executes (the operator
+  thread never runs agent code except through a synchronous wait, see
+  :meth:`SlotRuntime.start_and_settle`);
+- the :class:`~flink_agents.runtime.core.AgentRunner` (and through it the resource cache,
+  created lazily once per slot, and the executor for blocking calls);
+- the in-flight gate: inputs accepted and not finished yet, bounded by ``max-in-flight``.
+
+A :class:`KeyWork` is a key's *chain*: the inputs of one key run one after another on the
+loop, each against the memory the previous run produced, without a timer round trip between
+them. The operator collects finished results in ``on_timer`` and commits them to keyed state
+in input order. Nothing here touches Flink state: that stays with the operator thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.core import AgentRunner, DurableRecord, RunResult
+
+log = logging.getLogger("flink_agents.runtime.flink")
+
+#: Loop iterations the synchronous probe waits for a run to finish without a real wait.
+#: A run whose model answers at once completes in the first step of its task; one more hop
+#: leaves room for an ``await asyncio.sleep(0)`` or similar in user code.
+_SETTLE_HOPS = 3
+
+
+@dataclass
+class Item:
+    """One input of a key.
+
+    Attributes:
+        id: unique id, names the input's durable records in keyed state.
+        ts: the input's timestamp (None when the stream has none); carried to its outputs.
+        value: the input record.
+    """
+
+    id: str
+    ts: int | None
+    value: Any
+
+    def to_state(self) -> tuple[str, int | None, Any]:
+        """The form stored in the pending-inputs ``ListState``."""
+        return (self.id, self.ts, self.value)
+
+    @staticmethod
+    def from_state(raw: Any) -> Item:
+        """Inverse of :meth:`to_state`."""
+        return Item(raw[0], raw[1], raw[2])
+
+
+Outcome = RunResult | BaseException
+
+
+class KeyWork:
+    """The in-flight work of one key: queued inputs, the running one, finished results.
+
+    Shared by the operator thread (enqueue, collect) and the loop thread (run, finish);
+    ``lock`` guards the mutable fields.
+
+    Attributes:
+        key: the Flink key.
+        memory: the key's short-term memory after the last *finished* run (committed state
+            plus the changes of finished but uncommitted runs); the next run starts from it.
+        persist_memory: False for keyless input, where memory lives for one run only.
+    """
+
+    def __init__(
+        self,
+        key: Any,
+        memory: dict[str, Any],
+        *,
+        persist_memory: bool = True,
+        durable: dict[str, dict[str, DurableRecord]] | None = None,
+    ) -> None:
+        self.key = key
+        self.memory = memory
+        self.persist_memory = persist_memory
+        self.lock = threading.Lock()
+        self.queue: deque[Item] = deque()
+        self.results: deque[tuple[Item, Outcome]] = deque()
+        self.running = False
+        self.failed = False
+        self.idle = threading.Event()
+        #: Durable records restored from keyed state, by input id (answered, not called).
+        self.restored: dict[str, dict[str, DurableRecord]] = durable or {}
+        #: Durable records of runs not committed yet, by input id and call id.
+        self.live: dict[str, dict[str, DurableRecord]] = {}
+        #: ``(input id, call id)`` pairs written to the durable ``MapState``.
+        self.persisted: set[tuple[str, str]] = set()
+        #: Pending processing-time timer of this key (None: none armed).
+        self.timer_at: int | None = None
+        #: Whether the inputs of this work are in the pending ``ListState``.
+        self.stored = False
+
+    def enqueue(self, item: Item) -> bool | None:
+        """Queue ``item``.
+
+        Returns:
+            True if the chain was stopped and must be started again, False if the running
+            chain will take it, None if the chain failed (the item was not queued).
+        """
+        with self.lock:
+            if self.failed:
+                return None
+            self.queue.append(item)
+            if self.running:
+                return False
+            self.running = True
+            self.idle.clear()
+            return True
+
+    def take_results(self) -> list[tuple[Item, Outcome]]:
+        """Finished results not collected yet, in input order."""
+        with self.lock:
+            done = list(self.results)
+            self.results.clear()
+            return done
+
+    def is_done(self) -> bool:
+        """No input queued or running and every result collected."""
+        with self.lock:
+            return not self.running and not self.queue and not self.results
+
+    def record(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
+        """``on_record`` callback of a run (loop thread)."""
+        with self.lock:
+            self.live.setdefault(item_id, {})[call_id] = rec
+
+    def unpersisted(self) -> list[tuple[str, str, DurableRecord]]:
+        """Durable records of runs still in progress that keyed state does not hold yet."""
+        with self.lock:
+            return [
+                (item_id, call_id, rec)
+                for item_id, calls in self.live.items()
+                for call_id, rec in calls.items()
+                if (item_id, call_id) not in self.persisted
+            ]
+
+
+def apply_memory(memory: dict[str, Any], result: RunResult) -> dict[str, Any]:
+    """The memory after ``result``'s changes (a new dict; ``memory`` is left alone)."""
+    if not result.memory_updates and not result.memory_deletes:
+        return memory
+    updated = dict(memory)
+    for path in result.memory_deletes:
+        updated.pop(path, None)
+    updated.update(result.memory_updates)
+    return updated
+
+
+class SlotRuntime:
+    """Loop thread, runner and in-flight gate of one operator instance.
+
+    Args:
+        plan: the agent plan (with its secrets attached).
+    """
+
+    def __init__(self, plan: AgentPlan) -> None:
+        config = plan.get_config()
+        self.max_in_flight: int = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
+            thread_name_prefix="flink-agents-call",
+        )
+        self.runner = AgentRunner(plan, executor=self.executor)
+        self.loop = asyncio.new_event_loop()
+        # asyncio.to_thread (used by resources) goes to the loop's default executor.
+        self.loop.set_default_executor(self.executor)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="flink-agents-loop", daemon=True
+        )
+        self._thread.start()
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._running_chains = 0
+        self._close_requested = False
+        self._closed = False
+        #: Smoothed duration of a run (seconds), to choose processing-time timer delays.
+        self.run_seconds = 0.05
+        #: Counters for tests and the benchmark.
+        self.stats = {"sync": 0, "async": 0, "timer_wakeups": 0, "empty_wakeups": 0}
+
+    # -- the in-flight gate ------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take an in-flight place for a new input; blocks while the slot is full.
+
+        Blocking here is the backpressure: the operator stops taking input. It cannot
+        deadlock, because runs finish on the loop thread without the operator thread; their
+        results wait for their keys' timers, which fire once this returns.
+        """
+        with self._cond:
+            while self._in_flight >= self.max_in_flight:
+                self._cond.wait()
+            self._in_flight += 1
+
+    def _release(self, seconds: float) -> None:
+        with self._cond:
+            self._in_flight -= 1
+            self.run_seconds = 0.8 * self.run_seconds + 0.2 * seconds
+            self._cond.notify_all()
+
+    def release_unstarted(self, count: int) -> None:
+        """Give back the places of ``count`` accepted inputs that will not run."""
+        with self._cond:
+            self._in_flight -= count
+            self._cond.notify_all()
+
+    @property
+    def in_flight(self) -> int:
+        """Inputs accepted and not finished."""
+        return self._in_flight
+
+    # -- chains ------------------------------------------------------------------------------
+    def start(self, work: KeyWork) -> None:
+        """Run ``work``'s queue on the loop (``work.running`` must already be set)."""
+        self._count_chain()
+        self.loop.call_soon_threadsafe(self._spawn, work, None)
+
+    def _count_chain(self) -> None:
+        # Counted here, on the caller's thread, so that a close() racing with the start
+        # cannot see the slot idle before the chain's task exists.
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the flink-agents slot runtime is closed")
+            self._running_chains += 1
+
+    def start_and_settle(self, work: KeyWork) -> bool:
+        """Start ``work`` and wait until it finishes or really waits (e.g. on a model).
+
+        Returns:
+            True if every queued input of ``work`` finished without a real wait, so the
+            caller can commit and emit at once instead of going through a timer.
+        """
+        settled = threading.Event()
+        self._count_chain()
+        self.loop.call_soon_threadsafe(self._spawn, work, settled)
+        settled.wait()
+        return work.idle.is_set()
+
+    def _spawn(self, work: KeyWork, settled: threading.Event | None) -> None:
+        task = self.loop.create_task(self._chain(work))
+        if settled is not None:
+            self.loop.call_soon(self._probe, task, settled, _SETTLE_HOPS)
+
+    def _probe(self, task: asyncio.Task[None], settled: threading.Event, hops: int) -> None:
+        if task.done() or hops <= 0:
+            settled.set()
+        else:
+            self.loop.call_soon(self._probe, task, settled, hops - 1)
+
+    async def _chain(self, work: KeyWork) -> None:
+        try:
+            while True:
+                with work.lock:
+                    if work.failed and work.queue:
+                        # The job fails on this key's error; free the places of the
+                        # inputs that will not run (they stay in pending state).
+                        self.release_unstarted(len(work.queue))
+                        work.queue.clear()
+                    if not work.queue:
+                        work.running = False
+                        work.idle.set()
+                        return
+                    item = work.queue.popleft()
+                    memory = work.memory if work.persist_memory else {}
+                    durable = work.restored.pop(item.id, None)
+                started = time.monotonic()
+                outcome: Outcome
+                try:
+                    outcome = await self.runner.run(
+                        work.key,
+                        item.value,
+                        memory=memory,
+                        durable=durable,
+                        on_record=functools.partial(work.record, item.id),
+                    )
+                except Exception as exc:  # noqa: BLE001 - handed to the operator, which raises
+                    outcome = exc
+                with work.lock:
+                    if isinstance(outcome, RunResult):
+                        if work.persist_memory:
+                            work.memory = apply_memory(memory, outcome)
+                    else:
+                        work.failed = True
+                    work.results.append((item, outcome))
+                self._release(time.monotonic() - started)
+        finally:
+            with self._cond:
+                self._running_chains -= 1
+                idle = self._running_chains == 0
+            if idle and self._close_requested:
+                self._shutdown()
+
+    # -- closing -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release resources, loop and executor once no run is in progress.
+
+        PyFlink's thread mode calls the function's ``close()`` at the end of input *before*
+        the last timers fire, and those timers still need the loop; so when runs are in
+        progress the shutdown happens when the last one ends.
+        """
+        with self._cond:
+            self._close_requested = True
+            idle = self._running_chains == 0
+        if idle:
+            self.loop.call_soon_threadsafe(self._shutdown)
+
+    def _shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.runner.close()
+        finally:
+            self.loop.call_soon(self.loop.stop)

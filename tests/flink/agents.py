@@ -1,0 +1,160 @@
+"""Agents used by the Flink tests; importable by the Python workers (``tests.flink.agents``).
+
+Each agent is made by a factory so a test can choose latency, count files and strategies;
+actions are module-level functions because plans store functions by reference.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+from flink_agents.api.agents.agent import Agent
+from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.core_options import ErrorHandlingStrategy
+from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
+from flink_agents.api.events.event import ErrorEvent, InputEvent, OutputEvent
+from flink_agents.api.resource import Resource, ResourceDescriptor, ResourceType
+from flink_agents.api.runner_context import RunnerContext
+from flink_agents.testing.scripted_chat_model import (
+    ScriptedChatModelConnection,
+    ScriptedChatModelSetup,
+)
+
+
+# -- chat agent: InputEvent -> ChatRequestEvent -> model -> ChatResponseEvent -> OutputEvent --
+def ask_model(event: InputEvent, ctx: RunnerContext) -> None:
+    ctx.send_event(
+        ChatRequestEvent(
+            model="model",
+            messages=[ChatMessage(role=MessageRole.USER, content=json.dumps(event.input))],
+        )
+    )
+
+
+def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+    ctx.send_event(OutputEvent(output=json.loads(event.response.content)))
+
+
+def echo(messages: list[ChatMessage], tools: Any) -> str:
+    """The scripted model's reply: the last user message (a JSON document)."""
+    return messages[-1].content
+
+
+def _model(agent: Agent, latency: float | list[float], count_file: str | None) -> None:
+    agent.add_resource(
+        "conn",
+        ResourceDescriptor(
+            clazz=ScriptedChatModelConnection,
+            respond="tests.flink.agents:echo",
+            latency=latency,
+            count_file=count_file,
+            name="flink-test",
+        ),
+    )
+    agent.add_resource("model", ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn"))
+
+
+def chat_agent(latency: float | list[float] = 0.0, count_file: str | None = None) -> Agent:
+    """Echoes each input through the scripted chat model."""
+    agent = Agent()
+    agent.add_action("ask_model", InputEvent, ask_model)
+    agent.add_action("answer", ChatResponseEvent, answer)
+    _model(agent, latency, count_file)
+    return agent
+
+
+# -- memory agent: counts inputs per key in short-term memory, through the model ----------------
+def remember(event: InputEvent, ctx: RunnerContext) -> None:
+    record = event.input
+    memory = ctx.short_term_memory
+    count = (memory.get("stats.count") or 0) + 1
+    memory.set("stats.count", count)
+    seen = list(memory.get("seen") or [])
+    seen.append(record["i"])
+    memory.set("seen", seen)
+    doc = {"key": record["key"], "i": record["i"], "count": count, "seen": seen}
+    ctx.send_event(
+        ChatRequestEvent(
+            model="model",
+            messages=[ChatMessage(role=MessageRole.USER, content=json.dumps(doc))],
+        )
+    )
+
+
+def memory_agent(latency: float | list[float] = 0.0, count_file: str | None = None) -> Agent:
+    """Outputs ``{key, i, count, seen}``: how many inputs of the key it has seen so far."""
+    agent = Agent()
+    agent.add_action("remember", InputEvent, remember)
+    agent.add_action("answer", ChatResponseEvent, answer)
+    _model(agent, latency, count_file)
+    return agent
+
+
+# -- resource counting ----------------------------------------------------------------------------
+class CountedTool(Resource):
+    """A resource that appends a line to ``count_file`` each time it is created."""
+
+    count_file: str
+
+    @classmethod
+    def resource_type(cls) -> ResourceType:
+        return ResourceType.TOOL
+
+    def model_post_init(self, context: Any) -> None:
+        with open(self.count_file, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\n")
+
+
+def use_counted(event: InputEvent, ctx: RunnerContext) -> None:
+    ctx.get_resource("counted", ResourceType.TOOL)
+    ask_model(event, ctx)
+
+
+def counted_agent(count_file: str, latency: float = 0.0) -> Agent:
+    """The chat agent, also using a resource that counts its instantiations."""
+    agent = Agent()
+    agent.add_action("use_counted", InputEvent, use_counted)
+    agent.add_action("answer", ChatResponseEvent, answer)
+    agent.add_resource("counted", ResourceDescriptor(clazz=CountedTool, count_file=count_file))
+    _model(agent, latency, None)
+    return agent
+
+
+# -- failures -------------------------------------------------------------------------------------
+def _capture_log(ctx: RunnerContext) -> None:
+    path = ctx.config.get("test.log_file")
+    logger = logging.getLogger("flink_agents")
+    if path and not any(getattr(h, "_test_file", None) == path for h in logger.handlers):
+        handler = logging.FileHandler(path)
+        handler._test_file = path  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
+def picky(event: InputEvent, ctx: RunnerContext) -> None:
+    """Raises on inputs with ``bad`` set, otherwise asks the model."""
+    _capture_log(ctx)
+    if event.input.get("bad"):
+        raise ValueError(f"bad input {event.input['i']}")
+    ask_model(event, ctx)
+
+
+def report_error(event: ErrorEvent, ctx: RunnerContext) -> None:
+    ctx.send_event(
+        OutputEvent(
+            output={"error": event.error, "action": event.action, "event_id": event.failed_event_id}
+        )
+    )
+
+
+def picky_agent(strategy: ErrorHandlingStrategy, latency: float = 0.0) -> Agent:
+    """Fails on bad inputs under ``strategy``; error events become outputs."""
+    agent = Agent()
+    agent.add_action("picky", InputEvent, picky, **{"error-handling-strategy": strategy.value})
+    agent.add_action("answer", ChatResponseEvent, answer)
+    agent.add_action("report_error", ErrorEvent, report_error)
+    _model(agent, latency, None)
+    return agent
