@@ -37,3 +37,12 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+## The Java bridge jar (javac + jar, no Maven), shipped in flink_agents/runtime/java/lib/.
+JAVA_JAR := flink_agents/runtime/java/lib/flink-agents-bridge.jar
+JAVA_SRC := $(shell find java-bridge/src -name '*.java' 2>/dev/null)
+
+java: $(JAVA_JAR)
+
+$(JAVA_JAR): $(JAVA_SRC) java-bridge/build.sh | venv
+	PYTHON=$(PY) java-bridge/build.sh

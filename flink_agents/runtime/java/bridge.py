@@ -1,0 +1,238 @@
+"""The Python half of the Java bridge: finding the JVM, creating Java resources, calling them.
+
+How it works (see ``java-bridge/`` for the Java half):
+
+- Only a Flink Python worker in **thread mode** runs inside the JVM (pemja embeds CPython in
+  the TaskManager). There ``pemja.findClass`` exists; in process mode and in the local
+  environment it does not, and Java resources fail with a :class:`JavaBridgeError` that says
+  which mode is needed.
+- ``findClass`` sees only the system classpath, not the jars added with ``env.add_jars``, and
+  it works only on the operator thread (other Python threads get ``Invalid JcpThread
+  pointer``). So :func:`init_java_bridge`, called on the operator thread, loads our
+  ``org.flinkagents.bridge.Bridge`` through the thread's *context* classloader (Flink's
+  user-code classloader) and keeps one instance. From then on every call is an instance method
+  call on a Java object, which works from any Python thread.
+- A missing class is checked through ``Bridge.check`` (which catches everything in Java), never
+  through ``findClass``: a ``findClass`` of a missing class raises a ``NoClassDefFoundError``
+  that Python cannot catch and the job dies.
+- Results cross as strings: ``"0"`` + JSON on success, ``"1"`` + the Java exception text on
+  failure, turned into :class:`JavaBridgeError` here.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from flink_agents.errors import JavaBridgeError
+
+#: Must match ``Bridge.CONTRACT_VERSION`` of the jar.
+CONTRACT_VERSION = "1"
+
+BRIDGE_CLASS = "org.flinkagents.bridge.Bridge"
+
+MODE_HINT = (
+    "Java resources run only in a Flink job with python.execution-mode=thread (the default of "
+    "flink-agents): Python then runs inside the TaskManager JVM through pemja. The local "
+    "environment and process mode have no JVM to call; use a Flink environment in thread mode "
+    "(a MiniCluster or a local standalone cluster is enough for tests)"
+)
+
+_lock = threading.Lock()
+_bridge: JavaBridge | None = None
+
+
+def _find_class() -> Any:
+    """``pemja.findClass`` if this interpreter is embedded in a JVM, else None."""
+    try:
+        from pemja import findClass  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return findClass
+
+
+def in_jvm() -> bool:
+    """Whether this Python runs embedded in a JVM (a Flink thread-mode worker)."""
+    return _find_class() is not None
+
+
+def init_java_bridge() -> bool:
+    """Connect to the Java side; call it on the operator thread (``open()`` of the function).
+
+    Idempotent and cheap after the first call. Does nothing outside a thread-mode worker.
+
+    Returns:
+        True if the bridge is ready, False if this process has no JVM (process mode, local).
+
+    Raises:
+        JavaBridgeError: inside a JVM whose job lacks the bridge jar, or with a jar of
+            another contract version.
+    """
+    global _bridge
+    if _bridge is not None:
+        return True
+    find_class = _find_class()
+    if find_class is None:
+        return False
+    with _lock:
+        if _bridge is not None:
+            return True
+        try:
+            loader = find_class("java.lang.Thread").currentThread().getContextClassLoader()
+            resource = BRIDGE_CLASS.replace(".", "/") + ".class"
+            if loader.getResource(resource) is None:
+                # loadClass of a missing class would raise; ask for the resource first
+                raise JavaBridgeError(
+                    f"the flink-agents bridge jar is not on the job's classpath ({BRIDGE_CLASS} "
+                    "not found): jobs built with AgentsExecutionEnvironment add it "
+                    "automatically; for a hand-made job add every path of "
+                    "flink_agents.runtime.java.bridge_jars() with env.add_jars('file://' + path)"
+                )
+            instance = loader.loadClass(BRIDGE_CLASS).newInstance()
+        except JavaBridgeError:
+            raise
+        except Exception as exc:  # pemja raises RuntimeError for Java exceptions
+            if "JcpThread" in str(exc):
+                raise JavaBridgeError(
+                    "the Java bridge must be initialized on the operator thread: call "
+                    "flink_agents.runtime.java.init_java_bridge() in the function's open()"
+                ) from exc
+            raise JavaBridgeError(f"cannot load the Java bridge: {exc}") from exc
+        version = instance.version()
+        if version != CONTRACT_VERSION:
+            raise JavaBridgeError(
+                f"the flink-agents bridge jar speaks contract {version}, this package "
+                f"{CONTRACT_VERSION}: rebuild the jar (make java) or drop stale jars from the job"
+            )
+        _bridge = JavaBridge(instance)
+    return True
+
+
+def get_bridge() -> JavaBridge:
+    """The bridge of this process, initializing it if this thread can.
+
+    Raises:
+        JavaBridgeError: outside a thread-mode Flink worker (with :data:`MODE_HINT`), or when
+            the bridge could not be initialized.
+    """
+    if _bridge is not None:
+        return _bridge
+    if not in_jvm():
+        raise JavaBridgeError(f"no JVM in this Python process. {MODE_HINT}")
+    init_java_bridge()
+    assert _bridge is not None
+    return _bridge
+
+
+class JavaBridge:
+    """The ``org.flinkagents.bridge.Bridge`` instance of this process."""
+
+    def __init__(self, java_bridge: Any) -> None:
+        self._java = java_bridge
+
+    def check(self, java_clazz: str, kind: str) -> str:
+        """Empty if ``java_clazz`` can be created as a ``kind``, else what is wrong."""
+        return str(self._java.check(java_clazz, kind))
+
+    def create(self, java_clazz: str, kind: str, config: dict[str, Any]) -> JavaHandle:
+        """Create and open a Java resource.
+
+        Args:
+            java_clazz: fully qualified Java class name.
+            kind: ``"tool"``, ``"chat_model"`` or ``"embedding_model"``.
+            config: passed to the resource's ``open`` as a JSON object.
+
+        Raises:
+            JavaBridgeError: the class is missing or of the wrong kind, or ``open`` failed.
+        """
+        result = self._java.create(java_clazz, kind, json.dumps(config, default=str))
+        if isinstance(result, str):
+            raise JavaBridgeError(f"cannot create Java {kind} {java_clazz}: {result}")
+        return JavaHandle(result, java_clazz, kind)
+
+
+class JavaHandle:
+    """A created Java resource; every call returns decoded JSON or raises JavaBridgeError.
+
+    Attributes:
+        java_clazz: the Java class name.
+        kind: the resource kind.
+    """
+
+    def __init__(self, java_handle: Any, java_clazz: str, kind: str) -> None:
+        self._java = java_handle
+        self.java_clazz = java_clazz
+        self.kind = kind
+
+    def _result(self, what: str, envelope: Any, *, decode: bool = True) -> Any:
+        text = str(envelope)
+        if text[:1] == "0":
+            payload = text[1:]
+            if not decode:
+                return payload
+            try:
+                return json.loads(payload)
+            except ValueError:
+                return payload  # a tool that returned plain text instead of JSON
+        raise JavaBridgeError(
+            f"Java {self.kind} {self.java_clazz} failed in {what}: {text[1:]}",
+        )
+
+    def metadata(self) -> dict[str, Any]:
+        """A tool's ``{"name", "description", "args_schema"}``."""
+        meta = self._result("metadata()", self._java.metadata())
+        if not isinstance(meta, dict):
+            raise JavaBridgeError(f"Java tool {self.java_clazz} returned bad metadata {meta!r}")
+        return meta
+
+    def call(self, arguments: dict[str, Any]) -> Any:
+        """Run a tool; its JSON result decoded."""
+        return self._result("call()", self._java.call(json.dumps(arguments, default=str)))
+
+    def call_raw(self, arguments_json: str) -> str:
+        """Run a tool with JSON arguments; its JSON result undecoded (for hot paths)."""
+        return str(self._result("call()", self._java.call(arguments_json), decode=False))
+
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One chat call; the assistant message as a dict."""
+        reply = self._result(
+            "chat()",
+            self._java.chat(
+                json.dumps(messages, default=str),
+                json.dumps(tools, default=str),
+                json.dumps(options, default=str),
+            ),
+        )
+        if not isinstance(reply, dict):
+            raise JavaBridgeError(
+                f"Java chat model {self.java_clazz} returned {reply!r}; expected a message "
+                "object {'role': 'assistant', 'content': ..., 'tool_calls': [...]}"
+            )
+        return reply
+
+    def embed(self, texts: list[str], options: dict[str, Any]) -> list[list[float]]:
+        """Vectors for ``texts``."""
+        vectors = self._result(
+            "embed()", self._java.embed(json.dumps(texts), json.dumps(options, default=str))
+        )
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            raise JavaBridgeError(
+                f"Java embedding model {self.java_clazz} returned {str(vectors)[:200]!r}; "
+                f"expected {len(texts)} vector(s)"
+            )
+        return [[float(x) for x in v] for v in vectors]
+
+    def close(self) -> None:
+        """Close the Java resource (once)."""
+        self._result("close()", self._java.close())
+
+    def __repr__(self) -> str:
+        return f"JavaHandle({self.kind} {self.java_clazz})"
+
+
+def create_handle(java_clazz: str, kind: str, config: dict[str, Any]) -> JavaHandle:
+    """Create a Java resource in this worker (see :meth:`JavaBridge.create`)."""
+    return get_bridge().create(java_clazz, kind, config)
