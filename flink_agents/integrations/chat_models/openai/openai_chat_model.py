@@ -20,29 +20,18 @@ retries are off.
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import openai
-from pydantic import Field, PrivateAttr, SecretStr
+from pydantic import Field
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
-from flink_agents.integrations._common import (
-    CallFailure,
-    ModelClientSettings,
-    PerLoop,
-    Stopwatch,
-    is_retryable_status,
-    parse_retry_after,
-    secret_value,
-    snippet,
-    usage,
-)
+from flink_agents.integrations._common import Stopwatch, snippet, usage
+from flink_agents.integrations._openai import OpenAIClient
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     make_call,
@@ -121,7 +110,7 @@ def response_format(schema: dict[str, Any] | None, mode: StructuredOutput) -> di
     }
 
 
-class OpenAIChatModelConnection(BaseChatModelConnection, ModelClientSettings):
+class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
     """Client of the OpenAI Chat Completions API or a server compatible with it.
 
     Attributes:
@@ -134,60 +123,6 @@ class OpenAIChatModelConnection(BaseChatModelConnection, ModelClientSettings):
         retry_max_backoff: upper bound of one wait.
         max_concurrency: calls this connection runs at once per task slot.
     """
-
-    PROVIDER = "openai"
-
-    api_key: SecretStr | None = Field(default=None, repr=False)
-    api_base_url: str | None = None
-    default_headers: dict[str, str] | None = Field(default=None, repr=False)
-
-    _client: openai.OpenAI | None = PrivateAttr(default=None)
-    _aclients: PerLoop[openai.AsyncOpenAI] | None = PrivateAttr(default=None)
-    _client_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    def _key(self) -> str:
-        key = secret_value(self.api_key) or os.environ.get("OPENAI_API_KEY")
-        if key:
-            return key
-        if self.api_base_url:
-            return "not-needed"  # local OpenAI-compatible servers usually take no key
-        raise ModelCallError(
-            "no API key: pass api_key= or set the OPENAI_API_KEY environment variable",
-            provider=self.PROVIDER,
-        )
-
-    def _secrets(self) -> tuple[str | None, ...]:
-        return (secret_value(self.api_key), os.environ.get("OPENAI_API_KEY"))
-
-    def _client_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "api_key": self._key(),
-            "max_retries": 0,  # retries are ours (one policy for every provider)
-            "timeout": self.timeout,
-            "default_headers": self.default_headers,
-        }
-        if self.api_base_url:
-            kwargs["base_url"] = self.api_base_url
-        return kwargs
-
-    @property
-    def client(self) -> openai.OpenAI:
-        """The synchronous SDK client (thread safe, shared)."""
-        if self._client is None:
-            with self._client_lock:
-                if self._client is None:
-                    self._client = openai.OpenAI(**self._client_kwargs())
-        return self._client
-
-    @property
-    def aclient(self) -> openai.AsyncOpenAI:
-        """The asynchronous SDK client of the running event loop."""
-        if self._aclients is None:
-            kwargs = self._client_kwargs()
-            with self._client_lock:
-                if self._aclients is None:
-                    self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**kwargs))
-        return self._aclients.get()
 
     def _request(
         self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
@@ -220,32 +155,6 @@ class OpenAIChatModelConnection(BaseChatModelConnection, ModelClientSettings):
         if extra_body:
             request["extra_body"] = extra_body
         return request, model
-
-    def _failure(self, exc: Exception) -> CallFailure:
-        if isinstance(exc, openai.APITimeoutError):
-            return CallFailure(f"no reply within {self.timeout}s", retryable=True)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc
-            return CallFailure(
-                f"cannot reach {self.api_base_url or 'api.openai.com'}: "
-                f"{type(cause).__name__}: {cause}",
-                retryable=True,
-            )
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            body = exc.body
-            if isinstance(body, dict) and isinstance(body.get("error"), dict):
-                body = body["error"]
-            detail = body.get("message") if isinstance(body, dict) else None
-            return CallFailure(
-                f"HTTP {status}: {snippet(str(detail or exc.message))}",
-                status=status,
-                retryable=is_retryable_status(status),
-                retry_after=parse_retry_after(exc.response.headers),
-            )
-        if isinstance(exc, (ValueError, openai.APIResponseValidationError)):
-            return CallFailure(f"malformed reply: {type(exc).__name__}: {snippet(str(exc))}")
-        return CallFailure(f"{type(exc).__name__}: {snippet(str(exc))}")
 
     def _attempt(self, request: dict[str, Any]) -> Any:
         try:
@@ -318,15 +227,6 @@ class OpenAIChatModelConnection(BaseChatModelConnection, ModelClientSettings):
         watch = Stopwatch()
         completion, attempts = await self.acall_with_retries(self._aattempt, request, model=model)
         return self._parse(completion, model, watch, attempts)
-
-    def close(self) -> None:
-        """Close the HTTP clients."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._aclients is not None:
-            self._aclients.close(lambda c: c.close())
-            self._aclients = None
 
 
 class OpenAIChatModelSetup(BaseChatModelSetup):

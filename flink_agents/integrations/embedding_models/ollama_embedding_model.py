@@ -1,0 +1,101 @@
+"""Embeddings from an Ollama server (``POST /api/embed``).
+
+Example::
+
+    agent.add_resource("emb_conn", ResourceDescriptor(
+        clazz=OllamaEmbeddingModelConnection, base_url="http://localhost:11434"))
+    agent.add_resource("embedder", ResourceDescriptor(
+        clazz=OllamaEmbeddingModelSetup, connection="emb_conn", model="nomic-embed-text"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flink_agents.api.embedding_models.embedding_model import (
+    BaseEmbeddingModelConnection,
+    BaseEmbeddingModelSetup,
+)
+from flink_agents.errors import ModelCallError
+from flink_agents.integrations._common import HttpJsonClient, snippet
+
+
+class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
+    """Client of an Ollama server's embedding endpoint.
+
+    Attributes:
+        base_url: the server, default ``http://localhost:11434``.
+        timeout: seconds one attempt may take.
+        max_retries: further attempts after 429, 5xx, timeouts or connection errors.
+        max_concurrency: calls this connection runs at once per task slot.
+    """
+
+    PROVIDER = "ollama"
+
+    base_url: str = "http://localhost:11434"
+
+    def _base_url(self) -> str:
+        return self.base_url
+
+    def _request(self, texts: Sequence[str], kwargs: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        model = kwargs.pop("model", None)
+        if not model:
+            raise ModelCallError(
+                "no model name: set model= on the embedding model setup", provider=self.PROVIDER
+            )
+        return {"model": model, "input": list(texts), **kwargs}, model
+
+    def _vectors(self, data: Any, count: int, model: str) -> list[list[float]]:
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list) or len(vectors) != count:
+            raise ModelCallError(
+                f"asked for {count} embeddings, got {snippet(str(data), 200)}",
+                provider=self.PROVIDER,
+                model=model,
+            )
+        return [list(map(float, v)) for v in vectors]
+
+    def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
+        """One vector per text.
+
+        Raises:
+            ModelCallError: the call failed after retries.
+        """
+        if not texts:
+            return []
+        request, model = self._request(texts, kwargs)
+        data, _ = self.call_with_retries(lambda: self._post("/api/embed", request), model=model)
+        return self._vectors(data, len(texts), model)
+
+    async def aembed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
+        """Asynchronous :meth:`embed`."""
+        if not texts:
+            return []
+        request, model = self._request(texts, kwargs)
+        data, _ = await self.acall_with_retries(self._apost, "/api/embed", request, model=model)
+        return self._vectors(data, len(texts), model)
+
+    def close(self) -> None:
+        """Close the HTTP clients."""
+        self._close_clients()
+
+
+class OllamaEmbeddingModelSetup(BaseEmbeddingModelSetup):
+    """How an agent uses an Ollama embedding model.
+
+    Attributes:
+        connection: name of the :class:`OllamaEmbeddingModelConnection` resource.
+        model: the model name (``nomic-embed-text``, ``all-minilm``...).
+        truncate: cut inputs longer than the model's context instead of failing.
+        keep_alive: how long Ollama keeps the model loaded.
+    """
+
+    truncate: bool | None = None
+    keep_alive: str | float | None = None
+
+    @property
+    def model_kwargs(self) -> dict[str, Any]:
+        """The options sent with every call."""
+        return {"model": self.model, "truncate": self.truncate, "keep_alive": self.keep_alive}
