@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from typing import Any
 
 from flink_agents.api.agents.agent import Agent
@@ -62,6 +63,24 @@ def chat_agent(latency: float | list[float] = 0.0, count_file: str | None = None
     agent = Agent()
     agent.add_action("ask_model", InputEvent, ask_model)
     agent.add_action("answer", ChatResponseEvent, answer)
+    _model(agent, latency, count_file)
+    return agent
+
+
+# -- timed chat agent: outputs carry when their run started and ended ---------------------------
+def ask_model_timed(event: InputEvent, ctx: RunnerContext) -> None:
+    ask_model(InputEvent(input={**event.input, "t0": time.time()}), ctx)
+
+
+def answer_timed(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+    ctx.send_event(OutputEvent(output={**json.loads(event.response.content), "t1": time.time()}))
+
+
+def timed_chat_agent(latency: float, count_file: str | None = None) -> Agent:
+    """The chat agent; outputs also carry ``t0`` (run start) and ``t1`` (run end)."""
+    agent = Agent()
+    agent.add_action("ask_model", InputEvent, ask_model_timed)
+    agent.add_action("answer", ChatResponseEvent, answer_timed)
     _model(agent, latency, count_file)
     return agent
 
