@@ -110,8 +110,13 @@ def scripted_support_model(messages: list[ChatMessage], tools: list[Any]) -> Any
     return tool_call("lookup_order", order_id=found.group(0))
 
 
-def build_agent() -> ReActAgent:
-    """The support agent with its scripted model (a factory the CLI can call)."""
+def build_agent(connection: ResourceDescriptor | None = None) -> ReActAgent:
+    """The support agent (a factory the CLI can call without arguments).
+
+    Args:
+        connection: the chat model connection; the scripted model when not given (pass
+            e.g. an ``OpenAIChatModelConnection`` descriptor to use a real model).
+    """
     agent = ReActAgent(
         chat_model=ResourceDescriptor(
             clazz=ScriptedChatModelSetup,
@@ -125,12 +130,11 @@ def build_agent() -> ReActAgent:
         retry_wait=0.05,
     )
     agent.add_resource("lookup_order", lookup_order)
-    agent.add_resource(
-        "support_model_connection",
-        ResourceDescriptor(
+    if connection is None:
+        connection = ResourceDescriptor(
             clazz=ScriptedChatModelConnection, respond=scripted_support_model, name="support"
-        ),
-    )
+        )
+    agent.add_resource("support_model_connection", connection)
     return agent
 
 

@@ -1,0 +1,114 @@
+"""The examples that run in the local environment (fast): their outputs, and each run as a
+script with ``python -m``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from examples import custom_events, react_agent, workflow_single_agent
+from flink_agents.testing import ScriptedChatModelConnection
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def values(outputs: list[dict]) -> list[tuple]:
+    return [next(iter(o.items())) for o in outputs]
+
+
+def test_workflow_single_agent_example():
+    workflow_single_agent.NOTIFICATIONS.clear()
+    workflow_single_agent.main()
+    assert [n["id"] for n in workflow_single_agent.NOTIFICATIONS] == ["r2"]
+
+
+def test_react_agent_example_calls_the_tool_and_fills_the_schema():
+    ScriptedChatModelConnection.reset_counts()
+    out = values(react_agent.main())
+    assert [key for key, _ in out] == ["ann", "bob", "cid"]
+    answers = {key: answer for key, answer in out}
+    assert all(isinstance(a, react_agent.SupportAnswer) for a in answers.values())
+    assert answers["ann"] == react_agent.SupportAnswer(
+        order_id="A-1001",
+        status="shipped",
+        reply="Your order is shipped; expected delivery: 2 days.",
+    )
+    assert answers["bob"].order_id == "A-1003"  # the tool normalized "a-1003"
+    assert answers["bob"].status == "delivered"
+    assert answers["cid"].status == "unknown"
+    # Each ticket: one call asking for the tool, one call with its result.
+    assert ScriptedChatModelConnection.call_counts["support"] == 6
+
+
+def test_react_agent_example_retries_a_reply_that_misses_the_schema():
+    from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+    from flink_agents.api.resource import ResourceDescriptor
+
+    ScriptedChatModelConnection.reset_counts()
+    connection = ResourceDescriptor(
+        clazz=ScriptedChatModelConnection,
+        replies=['{"order_id": "A-1"}', '{"order_id": "A-1", "status": "s", "reply": "r"}'],
+        name="flaky",
+    )
+    agent = react_agent.build_agent(connection)
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    out = (
+        env.from_list([{"key": "k", "value": {"customer": "k", "message": "?"}}])
+        .apply(agent)
+        .to_list()
+    )
+    env.execute()
+    assert out == [{"k": react_agent.SupportAnswer(order_id="A-1", status="s", reply="r")}]
+    assert ScriptedChatModelConnection.call_counts["flaky"] == 2  # asked again once
+
+
+def test_custom_events_example_branches_and_keeps_memory():
+    out = values(custom_events.main())
+    by_key: dict[str, list[dict]] = {}
+    for key, summary in out:
+        assert summary["customer"] == key
+        by_key.setdefault(key, []).append(summary)
+    assert [s["decision"] for s in by_key["ann"]] == [
+        "purchase of 40.00",
+        "purchase of 25.50",
+        "refund of 10.00",
+    ]
+    assert [s["spent"] for s in by_key["ann"]] == [40.0, 65.5, 55.5]
+    assert by_key["ann"][-1]["purchases"] == 2 and by_key["ann"][-1]["refunds"] == 1
+    assert [s["decision"] for s in by_key["bob"]] == [
+        "review flagged (accusation)",
+        "refund of 150.00 held for review (risk 0.75)",
+    ]
+    assert by_key["bob"][-1]["held_refunds"] == 1
+    assert by_key["bob"][-1]["spent"] == 0.0  # a held refund is not booked
+    assert [s["decision"] for s in by_key["cid"]] == ["review accepted"]
+
+
+@pytest.mark.parametrize(
+    ("module", "lines"),
+    [
+        ("examples.workflow_single_agent", 3),
+        ("examples.react_agent", 3),
+        ("examples.custom_events", 6),
+    ],
+)
+def test_example_runs_as_a_script(module, lines):
+    proc = subprocess.run(
+        [sys.executable, "-m", module], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == lines, proc.stdout
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "examples").glob("*.py")))
+def test_every_example_says_what_it_shows_and_which_model(path):
+    if path.name == "__init__.py":
+        return
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    assert doc, f"{path.name} has no module docstring"
+    assert "model" in doc.lower(), f"{path.name}: the docstring must say which model it uses"
