@@ -30,8 +30,18 @@ class JavaHandleHolder:
         self._handle: JavaHandle | None = None
         self._closed = False
 
-    def get(self, java_clazz: str, kind: str, config: dict[str, Any]) -> JavaHandle:
-        """The handle, created (and the Java resource opened) on first use."""
+    def get(
+        self, java_clazz: str, kind: str, config: dict[str, Any], get_resource: Any = None
+    ) -> JavaHandle:
+        """The handle, created (and the Java resource opened) on first use.
+
+        Args:
+            java_clazz: the Java class.
+            kind: the resource kind.
+            config: the Java resource's configuration.
+            get_resource: the resource's ``get_resource``; its owner (the slot's resource
+                cache) selects the bridge of the right job when several share the process.
+        """
         handle = self._handle
         if handle is not None:
             return handle
@@ -43,7 +53,9 @@ class JavaHandleHolder:
             if self._handle is None:
                 from flink_agents.runtime.java.bridge import create_handle
 
-                self._handle = create_handle(java_clazz, kind, config)
+                self._handle = create_handle(
+                    java_clazz, kind, config, getattr(get_resource, "__self__", None)
+                )
             return self._handle
 
     def close(self) -> None:

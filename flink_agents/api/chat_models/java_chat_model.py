@@ -61,7 +61,7 @@ class JavaChatModelConnection(BaseChatModelConnection):
         return dict(self.model_extra or {})
 
     def _handle(self) -> Any:
-        return self._holder.get(self.java_clazz, "chat_model", self.java_config)
+        return self._holder.get(self.java_clazz, "chat_model", self.java_config, self.get_resource)
 
     def chat(
         self,

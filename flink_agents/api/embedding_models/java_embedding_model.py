@@ -50,7 +50,9 @@ class JavaEmbeddingModelConnection(BaseEmbeddingModelConnection):
         return dict(self.model_extra or {})
 
     def _handle(self) -> Any:
-        return self._holder.get(self.java_clazz, "embedding_model", self.java_config)
+        return self._holder.get(
+            self.java_clazz, "embedding_model", self.java_config, self.get_resource
+        )
 
     def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """One vector per text, computed by the Java model.

@@ -54,7 +54,7 @@ class JavaTool(Tool):
         return dict(self.model_extra or {})
 
     def _handle(self) -> Any:
-        return self._holder.get(self.java_clazz, "tool", self.java_config)
+        return self._holder.get(self.java_clazz, "tool", self.java_config, self.get_resource)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Run the Java tool with keyword arguments; returns its decoded JSON result.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from typing import Any
 
 from flink_agents.errors import JavaBridgeError
@@ -40,7 +41,11 @@ MODE_HINT = (
 )
 
 _lock = threading.Lock()
-_bridge: JavaBridge | None = None
+#: The bridge of the operator opened last in this process (thread mode shares one CPython
+#: between all slots and jobs of a TaskManager).
+_current: JavaBridge | None = None
+#: The bridge of each slot, by the object that owns the slot's resources (its resource cache).
+_by_owner: weakref.WeakKeyDictionary[Any, JavaBridge] = weakref.WeakKeyDictionary()
 
 
 def _find_class() -> Any:
@@ -57,79 +62,106 @@ def in_jvm() -> bool:
     return _find_class() is not None
 
 
-def init_java_bridge() -> bool:
-    """Connect to the Java side; call it on the operator thread (``open()`` of the function).
+def init_java_bridge(owner: Any = None) -> JavaBridge | None:
+    """Connect to the Java side of the current job; call it on the operator thread.
 
-    Idempotent and cheap after the first call. Does nothing outside a thread-mode worker.
+    The Flink host calls it in its function's ``open()``. Each job has its own user-code
+    classloader (and the loader of a finished job is closed), so the bridge is bound to the
+    operator thread's context classloader, re-created when it changes, and bound to ``owner``
+    so that resources created later on other threads use their own job's bridge.
+
+    Args:
+        owner: the slot's resource cache (what Java resource wrappers reach through their
+            ``get_resource``); optional.
 
     Returns:
-        True if the bridge is ready, False if this process has no JVM (process mode, local).
+        The bridge, or None if this process has no JVM (process mode, local environment).
 
     Raises:
-        JavaBridgeError: inside a JVM whose job lacks the bridge jar, or with a jar of
-            another contract version.
+        JavaBridgeError: the job lacks the bridge jar, the jar speaks another contract
+            version, or this is not the operator thread.
     """
-    global _bridge
-    if _bridge is not None:
-        return True
+    global _current
     find_class = _find_class()
     if find_class is None:
-        return False
+        return None
     with _lock:
-        if _bridge is not None:
-            return True
         try:
             loader = find_class("java.lang.Thread").currentThread().getContextClassLoader()
-            resource = BRIDGE_CLASS.replace(".", "/") + ".class"
-            if loader.getResource(resource) is None:
-                # loadClass of a missing class would raise; ask for the resource first
-                raise JavaBridgeError(
-                    f"the flink-agents bridge jar is not on the job's classpath ({BRIDGE_CLASS} "
-                    "not found): jobs built with AgentsExecutionEnvironment add it "
-                    "automatically; for a hand-made job add every path of "
-                    "flink_agents.runtime.java.bridge_jars() with env.add_jars('file://' + path)"
-                )
-            instance = loader.loadClass(BRIDGE_CLASS).newInstance()
-        except JavaBridgeError:
-            raise
-        except Exception as exc:  # pemja raises RuntimeError for Java exceptions
-            if "JcpThread" in str(exc):
-                raise JavaBridgeError(
-                    "the Java bridge must be initialized on the operator thread: call "
-                    "flink_agents.runtime.java.init_java_bridge() in the function's open()"
-                ) from exc
-            raise JavaBridgeError(f"cannot load the Java bridge: {exc}") from exc
-        version = instance.version()
-        if version != CONTRACT_VERSION:
+        except Exception as exc:  # pemja raises RuntimeError off the operator thread
             raise JavaBridgeError(
-                f"the flink-agents bridge jar speaks contract {version}, this package "
-                f"{CONTRACT_VERSION}: rebuild the jar (make java) or drop stale jars from the job"
-            )
-        _bridge = JavaBridge(instance)
-    return True
+                "the Java bridge must be initialized on the operator thread: call "
+                "flink_agents.runtime.java.init_java_bridge() in the function's open() "
+                f"({exc})"
+            ) from exc
+        bridge = _current
+        if bridge is None or not bridge.loaded_by(loader):
+            bridge = _load_bridge(loader)
+        _current = bridge
+        if owner is not None:
+            _by_owner[owner] = bridge
+        return bridge
 
 
-def get_bridge() -> JavaBridge:
-    """The bridge of this process, initializing it if this thread can.
+def _load_bridge(loader: Any) -> JavaBridge:
+    resource = BRIDGE_CLASS.replace(".", "/") + ".class"
+    if loader.getResource(resource) is None:
+        # loadClass of a missing class raises through pemja: ask for the resource first
+        raise JavaBridgeError(
+            f"the flink-agents bridge jar is not on the job's classpath ({BRIDGE_CLASS} "
+            "not found): jobs built with AgentsExecutionEnvironment add it automatically; "
+            "for a hand-made job add every path of flink_agents.runtime.java.bridge_jars() "
+            "with env.add_jars('file://' + path)"
+        )
+    try:
+        instance = loader.loadClass(BRIDGE_CLASS).newInstance()
+    except Exception as exc:  # pemja raises RuntimeError for Java exceptions
+        raise JavaBridgeError(f"cannot load the Java bridge: {exc}") from exc
+    version = instance.version()
+    if version != CONTRACT_VERSION:
+        raise JavaBridgeError(
+            f"the flink-agents bridge jar speaks contract {version}, this package "
+            f"{CONTRACT_VERSION}: rebuild the jar (make java) or drop stale jars from the job"
+        )
+    return JavaBridge(instance, loader)
+
+
+def get_bridge(owner: Any = None) -> JavaBridge:
+    """The bridge for a resource owned by ``owner`` (see :func:`init_java_bridge`).
+
+    Falls back to the bridge of the operator opened last, then to initializing one (which
+    works only on the operator thread).
 
     Raises:
         JavaBridgeError: outside a thread-mode Flink worker (with :data:`MODE_HINT`), or when
             the bridge could not be initialized.
     """
-    if _bridge is not None:
-        return _bridge
+    if owner is not None:
+        bridge = _by_owner.get(owner)
+        if bridge is not None:
+            return bridge
+    if _current is not None:
+        return _current
     if not in_jvm():
         raise JavaBridgeError(f"no JVM in this Python process. {MODE_HINT}")
-    init_java_bridge()
-    assert _bridge is not None
-    return _bridge
+    found = init_java_bridge(owner)
+    assert found is not None
+    return found
 
 
 class JavaBridge:
     """The ``org.flinkagents.bridge.Bridge`` instance of this process."""
 
-    def __init__(self, java_bridge: Any) -> None:
+    def __init__(self, java_bridge: Any, loader: Any) -> None:
         self._java = java_bridge
+        self._loader = loader
+
+    def loaded_by(self, loader: Any) -> bool:
+        """Whether this bridge belongs to the job of classloader ``loader``."""
+        try:
+            return bool(self._loader.equals(loader))
+        except Exception:  # noqa: BLE001 - a loader that cannot be compared is another one
+            return False
 
     def check(self, java_clazz: str, kind: str) -> str:
         """Empty if ``java_clazz`` can be created as a ``kind``, else what is wrong."""
@@ -233,6 +265,15 @@ class JavaHandle:
         return f"JavaHandle({self.kind} {self.java_clazz})"
 
 
-def create_handle(java_clazz: str, kind: str, config: dict[str, Any]) -> JavaHandle:
-    """Create a Java resource in this worker (see :meth:`JavaBridge.create`)."""
-    return get_bridge().create(java_clazz, kind, config)
+def create_handle(
+    java_clazz: str, kind: str, config: dict[str, Any], owner: Any = None
+) -> JavaHandle:
+    """Create a Java resource in this worker (see :meth:`JavaBridge.create`).
+
+    Args:
+        java_clazz: the Java class.
+        kind: ``"tool"``, ``"chat_model"`` or ``"embedding_model"``.
+        config: the resource's configuration.
+        owner: the resource cache creating it (selects the job's bridge).
+    """
+    return get_bridge(owner).create(java_clazz, kind, config)

@@ -1,0 +1,219 @@
+"""Agents and jobs used by the Java bridge tests; importable by the Python workers
+(``tests.java.agents``).
+
+The Java side is ``org.flinkagents.examples`` from the bridge jar: ``UpperCaseTool``,
+``CalculatorTool`` and ``ScriptedJavaChatModel`` (replies chosen by turn, with placeholders
+such as ``{input}`` and ``{tool_result:0}``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flink_agents.api.agents.agent import Agent
+from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.chat_models.java_chat_model import (
+    JavaChatModelConnection,
+    JavaChatModelSetup,
+)
+from flink_agents.api.embedding_models.java_embedding_model import (
+    JavaEmbeddingModelConnection,
+    JavaEmbeddingModelSetup,
+)
+from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
+from flink_agents.api.events.event import ErrorEvent, InputEvent, OutputEvent
+from flink_agents.api.resource import ResourceDescriptor, ResourceType
+from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.tools.java_tool import JavaTool
+
+EXAMPLES = "org.flinkagents.examples."
+
+
+def reverse_text(text: str) -> str:
+    """Reverses a text (a Python tool next to the Java ones).
+
+    Args:
+        text: the text to reverse.
+    """
+    return text[::-1]
+
+
+# -- actions -----------------------------------------------------------------------------------
+def ask(event: InputEvent, ctx: RunnerContext) -> None:
+    record = event.input
+    ctx.short_term_memory.set("record", record)
+    ctx.send_event(
+        ChatRequestEvent(
+            model=record.get("model", "java_model"),
+            messages=[ChatMessage(role=MessageRole.USER, content=record["text"])],
+        )
+    )
+
+
+def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+    record = ctx.short_term_memory.get("record")
+    extra = event.response.extra_args
+    ctx.send_event(
+        OutputEvent(
+            output={
+                "id": record["id"],
+                "reply": event.response.content,
+                "java_model": extra.get("java_model"),
+                "turn": extra.get("turn"),
+            }
+        )
+    )
+
+
+def report_error(event: ErrorEvent, ctx: RunnerContext) -> None:
+    record = ctx.short_term_memory.get("record")
+    ctx.send_event(
+        OutputEvent(
+            output={"id": record["id"], "error_type": event.error_type, "error": event.error}
+        )
+    )
+
+
+def embed(event: InputEvent, ctx: RunnerContext) -> None:
+    setup: Any = ctx.get_resource("embedder", ResourceType.EMBEDDING_MODEL)
+    ctx.send_event(
+        OutputEvent(output={"id": event.input["id"], "vector": setup.embed(event.input["text"])})
+    )
+
+
+# -- the agent ---------------------------------------------------------------------------------
+def java_agent(lifecycle_file: str | None = None) -> Agent:
+    """A Python agent using Java resources.
+
+    Chat models (chosen by the record's ``model``, default ``java_model``):
+
+    - ``java_model``: a Java scripted model that first calls the Java tool ``upper_case`` and
+      the Python tool ``reverse_text`` on the input, then answers with both results;
+      an input containing ``boom`` makes the Java model throw.
+    - ``calc_model``: asks the Java ``calculator`` to divide by zero (a Java exception in a
+      tool, which the model sees as the tool result), then answers with the tool results.
+    - ``missing_tool_model``: offers a Java tool whose class does not exist.
+    - ``missing_model``: a connection whose Java class does not exist.
+    """
+    lifecycle = {"lifecycle_file": lifecycle_file} if lifecycle_file else {}
+    agent = Agent()
+    agent.add_action("ask", InputEvent, ask)
+    agent.add_action("answer", ChatResponseEvent, answer)
+    agent.add_action("report_error", ErrorEvent, report_error)
+    agent.add_resource(
+        "upper_case",
+        ResourceType.TOOL,
+        ResourceDescriptor(clazz=JavaTool, java_clazz=EXAMPLES + "UpperCaseTool", **lifecycle),
+    )
+    agent.add_resource(
+        "calculator",
+        ResourceType.TOOL,
+        ResourceDescriptor(clazz=JavaTool, java_clazz=EXAMPLES + "CalculatorTool"),
+    )
+    agent.add_resource(
+        "missing_tool",
+        ResourceType.TOOL,
+        ResourceDescriptor(clazz=JavaTool, java_clazz="com.acme.DoesNotExist"),
+    )
+    agent.add_resource("reverse_text", ResourceType.TOOL, reverse_text)
+    agent.add_resource(
+        "java_conn",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        ResourceDescriptor(
+            clazz=JavaChatModelConnection,
+            java_clazz=EXAMPLES + "ScriptedJavaChatModel",
+            script=[
+                {
+                    "content": "",
+                    "tool_calls": [
+                        {"function": {"name": "upper_case", "arguments": {"text": "{input}"}}},
+                        {"function": {"name": "reverse_text", "arguments": {"text": "{input}"}}},
+                    ],
+                },
+                "java={tool_result:0} python={tool_result:1} model={option:model}",
+            ],
+            fail_when="boom",
+            **lifecycle,
+        ),
+    )
+    agent.add_resource(
+        "calc_conn",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        ResourceDescriptor(
+            clazz=JavaChatModelConnection,
+            java_clazz=EXAMPLES + "ScriptedJavaChatModel",
+            script=[
+                {
+                    "tool_calls": [
+                        {
+                            "function": {
+                                "name": "calculator",
+                                "arguments": {"a": 6, "b": 0, "op": "div"},
+                            }
+                        },
+                        {
+                            "function": {
+                                "name": "calculator",
+                                "arguments": {"a": 6, "b": 7, "op": "mul"},
+                            }
+                        },
+                    ]
+                },
+                "results: {tool_results}",
+            ],
+        ),
+    )
+    agent.add_resource(
+        "missing_conn",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        ResourceDescriptor(clazz=JavaChatModelConnection, java_clazz="com.acme.MissingModel"),
+    )
+    agent.add_resource(
+        "java_model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(
+            clazz=JavaChatModelSetup,
+            connection="java_conn",
+            model="scripted-1",
+            tools=["upper_case", "reverse_text"],
+        ),
+    )
+    agent.add_resource(
+        "calc_model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(clazz=JavaChatModelSetup, connection="calc_conn", tools=["calculator"]),
+    )
+    agent.add_resource(
+        "missing_tool_model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(
+            clazz=JavaChatModelSetup, connection="java_conn", tools=["missing_tool"]
+        ),
+    )
+    agent.add_resource(
+        "missing_model",
+        ResourceType.CHAT_MODEL,
+        ResourceDescriptor(clazz=JavaChatModelSetup, connection="missing_conn"),
+    )
+    return agent
+
+
+def embedding_agent() -> Agent:
+    """Embeds each record's text with the Java ``HashingEmbeddingModel``."""
+    agent = Agent()
+    agent.add_action("embed", InputEvent, embed)
+    agent.add_resource(
+        "embed_conn",
+        ResourceType.EMBEDDING_MODEL_CONNECTION,
+        ResourceDescriptor(
+            clazz=JavaEmbeddingModelConnection,
+            java_clazz=EXAMPLES + "HashingEmbeddingModel",
+            dimension=16,
+        ),
+    )
+    agent.add_resource(
+        "embedder",
+        ResourceType.EMBEDDING_MODEL,
+        ResourceDescriptor(clazz=JavaEmbeddingModelSetup, connection="embed_conn"),
+    )
+    return agent
