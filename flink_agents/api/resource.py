@@ -41,7 +41,9 @@ class Resource(BaseModel, ABC):
     # otherwise go unnoticed).
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    get_resource: Callable[[str, ResourceType], Any] | None = Field(default=None, exclude=True)
+    get_resource: Callable[[str, ResourceType], Any] | None = Field(
+        default=None, exclude=True, repr=False
+    )
 
     @classmethod
     @abstractmethod

@@ -36,7 +36,38 @@ from flink_agents.errors import PlanValidationError
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
 FUNCTION_MARKER = "__function__"
-_SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|token|credential)s?$", re.I)
+_SECRET_NAME = re.compile(
+    r"(api_?key|secret|password|passwd|token|credential|authorization)s?$", re.I
+)
+
+
+def _redact(value: Any, where: str, secrets: dict[str, Any]) -> Any:
+    """``value`` (JSON form) with every string under a secret-like key replaced by a marker;
+    the values go into ``secrets``. Nested dicts (headers, options) are searched too."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            path = f"{where}/{key}"
+            if isinstance(key, str) and _SECRET_NAME.search(key) and isinstance(item, str) and item:
+                secrets[path] = item
+                out[key] = {SECRET_MARKER: path}
+            else:
+                out[key] = _redact(item, path, secrets)
+        return out
+    if isinstance(value, list):
+        return [_redact(item, f"{where}/{i}", secrets) for i, item in enumerate(value)]
+    return value
+
+
+def restore_secrets(value: Any, secrets: Mapping[str, Any]) -> Any:
+    """Inverse of the redaction: markers replaced by the secret values."""
+    if isinstance(value, dict):
+        if SECRET_MARKER in value and len(value) == 1:
+            return secrets.get(value[SECRET_MARKER])
+        return {k: restore_secrets(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [restore_secrets(v, secrets) for v in value]
+    return value
 
 
 class ActionPlan(BaseModel):
@@ -340,7 +371,9 @@ def _provider(
             name=name,
             type=rtype,
             clazz=f"{type(value).__module__}.{type(value).__qualname__}",
-            serialized=json.loads(value.model_dump_json()),
+            serialized=_redact(
+                json.loads(value.model_dump_json()), f"{rtype.value}/{name}", secrets
+            ),
         )
     if isinstance(value, ResourceDescriptor):
         try:
@@ -361,14 +394,11 @@ def _provider(
                 f"{declared.value if declared else 'non-resource'}, not a {rtype.value}"
             )
             return None
-        arguments: dict[str, Any] = {}
-        for arg, argval in value.arguments.items():
-            if _SECRET_NAME.search(arg) and isinstance(argval, str) and argval:
-                secret_key = f"{rtype.value}/{name}/{arg}"
-                secrets[secret_key] = argval
-                arguments[arg] = {SECRET_MARKER: secret_key}
-            else:
-                arguments[arg] = _encode_argument(argval, f"argument {arg!r} of {where}", problems)
+        arguments = {
+            arg: _encode_argument(argval, f"argument {arg!r} of {where}", problems)
+            for arg, argval in value.arguments.items()
+        }
+        arguments = _redact(arguments, f"{rtype.value}/{name}", secrets)
         return ResourceProvider(name=name, type=rtype, clazz=value.class_path, arguments=arguments)
     problems.append(
         f"{where} is {type(value).__name__}; declare it with a ResourceDescriptor, a Prompt "

@@ -72,7 +72,11 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
                     content=content
                     if isinstance(content, str)
                     else json.dumps(content, default=str),
-                    extra_args={"tool_call_id": call_id, "name": call["function"]["name"]},
+                    extra_args={
+                        "tool_call_id": call_id,
+                        "name": call["function"]["name"],
+                        "is_error": call_id in event.errors,
+                    },
                 ).model_dump(mode="json")
             )
     else:

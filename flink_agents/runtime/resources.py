@@ -8,7 +8,7 @@ from typing import Any
 
 from flink_agents.api.resource import Resource, ResourceDescriptor, ResourceType
 from flink_agents.errors import FlinkAgentsError, ResourceError
-from flink_agents.plan.agent_plan import SECRET_MARKER, AgentPlan, decode_argument
+from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_secrets
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,12 @@ class ResourceCache:
             )
         try:
             cls = ResourceDescriptor(provider.clazz).clazz
+            secrets = self._plan.secrets
             if provider.serialized is not None:
-                resource = cls.model_validate(provider.serialized)
+                resource = cls.model_validate(restore_secrets(provider.serialized, secrets))
                 resource.get_resource = self.get
                 return resource
-            args = {}
-            for arg, value in (provider.arguments or {}).items():
-                if isinstance(value, dict) and SECRET_MARKER in value:
-                    args[arg] = self._plan.secrets.get(value[SECRET_MARKER])
-                else:
-                    args[arg] = decode_argument(value)
+            args = decode_argument(restore_secrets(provider.arguments or {}, secrets))
             return cls(**args, get_resource=self.get)
         except FlinkAgentsError:
             raise
@@ -82,17 +78,27 @@ class ResourceCache:
         return text
 
     def _tool_from_mcp(self, name: str) -> Any:
+        failures = []
         for server_name in self._plan.resource_providers.get(ResourceType.MCP_SERVER, {}):
-            server = self.get(server_name, ResourceType.MCP_SERVER)
-            get_tool = getattr(server, "get_tool", None)
-            if get_tool is None:
-                continue
             try:
-                tool = get_tool(name)
+                server = self.get(server_name, ResourceType.MCP_SERVER)
+                get_tool = getattr(server, "get_tool", None)
+                tool = get_tool(name) if get_tool is not None else None
             except KeyError:
+                continue
+            except FlinkAgentsError as exc:
+                # One unreachable server must not hide the tools of the others.
+                log.warning(
+                    "MCP server %r failed while looking up tool %r: %s", server_name, name, exc
+                )
+                failures.append(f"MCP server {server_name!r}: {exc}")
                 continue
             if tool is not None:
                 return tool
+        if failures:
+            raise ResourceError(
+                f"tool {name!r} not found; some MCP servers failed: {'; '.join(failures)}"
+            )
         return None
 
     def close(self) -> None:

@@ -103,6 +103,7 @@ class KeyedConnection(ScriptedChatModelConnection):
     """A connection that takes an API key (for the secret tests)."""
 
     api_key: str | None = None
+    headers: dict[str, str] = {}
 
     def chat(self, messages, tools=None, **kwargs):
         return ChatMessage(role=MessageRole.ASSISTANT, content=f"key ends {self.api_key[-3:]}")

@@ -46,6 +46,24 @@ def test_secrets_stay_out_of_the_plan_json_but_reach_the_resource():
     assert conn.chat([]).content == "key ends 123"
 
 
+def test_nested_secrets_are_redacted_and_restored():
+    agent = Agent()
+    agent.add_resource(
+        "keyed",
+        ResourceDescriptor(
+            clazz=plan_agents.KeyedConnection,
+            api_key="sk-1",
+            headers={"Authorization": "Bearer sk-nested-456", "X-Trace": "visible"},
+        ),
+    )
+    plan = AgentPlan.from_agent(agent)
+    text = plan.model_dump_json()
+    assert "sk-nested-456" not in text and "visible" in text
+    conn = ResourceCache(plan).get("keyed", ResourceType.CHAT_MODEL_CONNECTION)
+    assert conn.headers == {"Authorization": "Bearer sk-nested-456", "X-Trace": "visible"}
+    assert "sk-nested-456" not in repr(plan) and "sk-nested-456" not in str(plan.model_dump())
+
+
 def test_secrets_are_masked_in_resource_errors():
     plan = AgentPlan.from_agent(plan_agents.GoldenAgent())  # scripted conn has no api_key
     assert "sk-very-secret-123" not in plan.model_dump_json()

@@ -113,8 +113,11 @@ class BaseChatModelSetup(Resource, ABC):
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         """Asynchronous :meth:`chat`."""
+        # Looking tools up may create resources (an MCP server connects and lists its
+        # tools): do it off the event loop so other keys are not held up.
+        tools = await asyncio.to_thread(self.get_tools) if self.tools else None
         return await self.get_connection().achat(
             self.prepare_messages(messages),
-            self.get_tools() or None,
+            tools or None,
             **{**self.model_kwargs, **kwargs},
         )
