@@ -7,8 +7,9 @@ Commands::
     flink-agents run module:attr --input in.jsonl --output out.jsonl [--key-field id]
                                  [--config key=value ...] [--resources module:function[:args]]
                                  [--batch-size N] [--no-progress]
-    flink-agents cluster start|stop|status [--workdir DIR]
-    flink-agents submit job.py [--cluster DIR] [job arguments ...]
+    flink-agents cluster start|stop|status [--workdir DIR] [--port P] [--slots N]
+                                          [--taskmanagers N] [--flink-config key=value ...]
+    flink-agents submit job.py [--cluster DIR] [--detached] [-p N] [job arguments ...]
 
 ``module:attr`` names the agent: an :class:`~flink_agents.api.agents.agent.Agent` instance,
 an ``Agent`` subclass (instantiated without arguments) or a function without arguments that
@@ -35,16 +36,24 @@ output lines ``{"key": ..., "output": ...}`` in input order (pydantic outputs as
 objects). The key is the value of ``--key-field`` in each record, or else the record's
 line number (each record its own key).
 
+``cluster`` and ``submit`` delegate to :mod:`flink_agents.cluster` (a standalone cluster run
+from the installed PyFlink wheel, jobs submitted with ``flink run -py``). The cluster lives
+in a work directory: ``--workdir`` / ``--cluster``, else ``$FLINK_AGENTS_CLUSTER_DIR``, else
+``~/.flink-agents/cluster``, so ``start``, ``submit`` and ``stop`` find the same cluster.
+Arguments after the job file go to the job (after ``--`` when they start with a dash:
+``flink-agents submit job.py --cluster DIR -- --output out.jsonl``).
+
 Exit codes: 0 success; 2 usage errors (bad arguments, a ``module:attr`` that cannot be
 imported or is not an agent, a missing or malformed input file, a bad ``--config``
 value); 1 failures of the agent or the job (plan validation, a failing action, a cluster
-command that failed). Errors are printed to stderr as one message; ``--debug`` adds the
+command or job that failed). Errors are printed to stderr as one message; ``--debug`` adds the
 traceback and log output.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -441,6 +450,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {args.output!r}: {exc.strerror or exc}") from exc
 
     runner = LocalRunner(plan)
+    # One event loop for all batches: the runner makes its thread pool the loop's default
+    # executor, and asyncio.run() would shut that pool down after the first batch.
+    loop = asyncio.new_event_loop()
     done = written = 0
     bar = tqdm(
         total=len(records),
@@ -454,7 +466,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         with out_fh:
             for batch in _batches(records, args.batch_size):
                 try:
-                    results = runner.run([(r.key, r.value) for r in batch])
+                    results = loop.run_until_complete(
+                        runner.run_async([(r.key, r.value) for r in batch])
+                    )
                 except FlinkAgentsError as exc:
                     first = batch[0].line
                     raise CommandFailure(
@@ -477,6 +491,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 bar.update(len(batch))
     finally:
         bar.close()
+        loop.close()
         runner.close()
     print(
         f"{done} records in, {written} outputs written to {args.output}",
@@ -486,6 +501,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 # -- cluster and submit ----------------------------------------------------------------------
+
+#: Environment variable naming the default cluster work directory.
+CLUSTER_DIR_ENV = "FLINK_AGENTS_CLUSTER_DIR"
+
+
+def default_cluster_dir() -> str:
+    """``$FLINK_AGENTS_CLUSTER_DIR``, else ``~/.flink-agents/cluster``."""
+    return os.environ.get(CLUSTER_DIR_ENV) or str(Path.home() / ".flink-agents" / "cluster")
 
 
 def _cluster_module() -> Any:
@@ -498,64 +521,87 @@ def _cluster_module() -> Any:
 
 
 def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a cluster function, passing only the options it accepts."""
-    try:
-        accepted = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        accepted = {}  # type: ignore[assignment]
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-    kwargs = {k: v for k, v in kwargs.items() if v is not None and (takes_any or k in accepted)}
+    """Call a cluster function; its errors become a failure with the function's message."""
     try:
         return func(*args, **kwargs)
     except (UsageError, CommandFailure):
         raise
-    except (TypeError, ValueError, FileNotFoundError) as exc:
-        raise UsageError(f"{type(exc).__name__}: {exc}") from exc
     except Exception as exc:
-        raise CommandFailure(f"{type(exc).__name__}: {exc}") from exc
+        name = type(exc).__name__
+        text = str(exc)
+        raise CommandFailure(text if name == "ClusterError" else f"{name}: {text}") from exc
 
 
-def _print_result(result: Any) -> None:
-    if result is None:
-        return
-    if isinstance(result, (dict, list)):
-        print(json.dumps(to_json_value(result), indent=2))
-    elif hasattr(result, "model_dump"):
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
-    elif hasattr(result, "__dataclass_fields__"):
-        import dataclasses
-
-        print(json.dumps(to_json_value(dataclasses.asdict(result)), indent=2, default=str))
-    else:
-        print(result)
+def _status_json(status: Any) -> str:
+    data = status.to_dict() if hasattr(status, "to_dict") else to_json_value(status)
+    return json.dumps(data, indent=2)
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    """``flink-agents cluster start|stop|status``: a local standalone Flink cluster."""
+    """``flink-agents cluster start|stop|status``: a local standalone Flink cluster.
+
+    Prints the cluster's status as JSON on stdout. ``status`` exits 0 whether the cluster
+    runs or not (see ``"running"``); it fails when no cluster was ever started there.
+    """
     cluster = _cluster_module()
+    workdir = args.workdir or default_cluster_dir()
     if args.action == "start":
-        result = _call(cluster.start_cluster, args.workdir, port=args.port, slots=args.slots)
+        extra = parse_config(args.flink_config) if args.flink_config else None
+        for name in ("port", "slots", "taskmanagers"):
+            value = getattr(args, name)
+            if value is not None and value < 1:
+                raise UsageError(f"--{name} must be >= 1, got {value}")
+        options = {
+            k: v
+            for k, v in (
+                ("port", args.port),
+                ("slots", args.slots),
+                ("taskmanagers", args.taskmanagers),
+            )
+            if v is not None
+        }
+        print(f"starting a Flink cluster in {workdir} ...", file=sys.stderr)
+        status = _call(cluster.start_cluster, workdir, extra_config=extra, **options)
     elif args.action == "stop":
-        result = _call(cluster.stop_cluster, workdir=args.workdir)
+        status = _call(cluster.stop_cluster, workdir)
     else:
-        result = _call(cluster.cluster_status, workdir=args.workdir)
-    _print_result(result)
+        status = _call(cluster.cluster_status, workdir)
+    print(_status_json(status))
     return EXIT_OK
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    """``flink-agents submit``: submit a PyFlink job file to the local cluster."""
-    if not Path(args.job).is_file():
+    """``flink-agents submit``: submit a PyFlink job file to the local cluster.
+
+    The job's own output (``flink run``'s) goes to stdout; the job id and duration to stderr.
+    """
+    job = Path(args.job)
+    if not job.is_file():
         raise UsageError(f"job file {args.job!r} does not exist")
+    if job.suffix != ".py":
+        raise UsageError(f"job file {args.job!r} must be a Python file (.py)")
     cluster = _cluster_module()
+    flink_args = list(args.flink_arg)
+    if args.parallelism is not None:
+        if args.parallelism < 1:
+            raise UsageError(f"--parallelism must be >= 1, got {args.parallelism}")
+        flink_args += ["-p", str(args.parallelism)]
+    job_args = list(args.job_args)
     result = _call(
         cluster.submit,
-        args.job,
-        workdir=args.cluster,
-        args=list(args.job_args) or None,
-        detached=args.detached or None,
+        str(job),
+        workdir=args.cluster or default_cluster_dir(),
+        args=job_args,
+        detached=args.detached,
+        flink_args=flink_args,
     )
-    _print_result(result)
+    if result.output:
+        print(result.output)
+    state = "submitted" if args.detached else "finished"
+    print(
+        f"job {result.job_id or '(id not printed)'} {state} in {result.seconds:.1f}s",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
@@ -619,18 +665,47 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster", parents=[common], help="a local standalone Flink cluster"
     )
     cluster.add_argument("action", choices=["start", "stop", "status"])
-    cluster.add_argument("--workdir", help="the cluster's configuration/log folder")
-    cluster.add_argument("--port", type=int, help="REST port (start only)")
-    cluster.add_argument("--slots", type=int, help="task slots (start only)")
+    cluster.add_argument(
+        "--workdir",
+        help=f"the cluster's configuration/log folder (default: ${CLUSTER_DIR_ENV} or "
+        "~/.flink-agents/cluster)",
+    )
+    cluster.add_argument("--port", type=int, help="REST port (start only; 8081)")
+    cluster.add_argument("--slots", type=int, help="task slots per TaskManager (start only)")
+    cluster.add_argument("--taskmanagers", type=int, help="TaskManagers (start only)")
+    cluster.add_argument(
+        "--flink-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more Flink configuration (start only, repeatable)",
+    )
     cluster.set_defaults(handler=cmd_cluster)
 
     submit = commands.add_parser(
         "submit", parents=[common], help="submit a PyFlink job file to the local cluster"
     )
     submit.add_argument("job", help="the PyFlink job file (.py)")
-    submit.add_argument("--cluster", help="the cluster's workdir (as given to cluster start)")
+    submit.add_argument(
+        "--cluster",
+        metavar="WORKDIR",
+        help="the cluster's workdir, as given to `cluster start` (same default)",
+    )
     submit.add_argument("--detached", action="store_true", help="do not wait for the job")
-    submit.add_argument("job_args", nargs=argparse.REMAINDER, help="arguments of the job")
+    submit.add_argument("-p", "--parallelism", type=int, help="the job's parallelism")
+    submit.add_argument(
+        "--flink-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="an extra `flink run` argument (repeatable), e.g. --flink-arg=-Dkey=value",
+    )
+    submit.add_argument(
+        "job_args",
+        nargs="*",
+        metavar="JOB_ARG",
+        help="arguments of the job; put them after `--` when they start with a dash",
+    )
     submit.set_defaults(handler=cmd_submit)
     return parser
 
@@ -658,7 +733,16 @@ def _configure_logging(*, debug: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    tail: list[str] = []
+    if "--" in argv:  # what follows goes to the job, verbatim (argparse would parse it)
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
+    if tail:
+        if args.command != "submit":
+            parser.error("`--` is only for the job arguments of `submit`")
+        args.job_args = [*args.job_args, *tail]
     _configure_logging(debug=args.debug)
     try:
         return int(args.handler(args))

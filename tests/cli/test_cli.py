@@ -386,3 +386,30 @@ def test_argparse_usage_errors(tmp_path):
 
 def test_submit_missing_job_file(tmp_path):
     assert_usage_error(cli("submit", str(tmp_path / "job.py")), "job.py", "does not exist")
+
+
+def test_submit_rejects_a_non_python_job(tmp_path):
+    job = tmp_path / "job.jar"
+    job.write_text("")
+    assert_usage_error(cli("submit", str(job)), "must be a Python file")
+
+
+def test_double_dash_is_only_for_submit():
+    assert_usage_error(cli("plan", "tests.cli.agents:CountingAgent", "--", "x"), "only for")
+
+
+def test_cluster_commands_on_a_folder_without_a_cluster(tmp_path):
+    for args in (
+        ["cluster", "status", "--workdir", str(tmp_path)],
+        ["submit", str(REPO / "examples" / "table_api.py"), "--cluster", str(tmp_path)],
+    ):
+        proc = cli(*args)
+        assert proc.returncode == 1, proc.stderr
+        assert f"no cluster was started in {tmp_path}" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_cluster_start_rejects_bad_numbers(tmp_path):
+    proc = cli("cluster", "start", "--workdir", str(tmp_path), "--slots", "0")
+    assert_usage_error(proc, "--slots must be >= 1")
+    assert not (tmp_path / "cluster.json").exists()

@@ -1,0 +1,57 @@
+"""``flink-agents cluster start|status|stop`` and ``submit`` on a real standalone cluster."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from tests.cli.test_cli import REPO, cli
+
+pytestmark = pytest.mark.flink
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_start_submit_status_stop(tmp_path):
+    workdir = tmp_path / "cluster"
+    port = free_port()
+    proc = cli("cluster", "start", "--workdir", str(workdir), "--port", str(port), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    try:
+        started = json.loads(proc.stdout)
+        assert started["running"] is True
+        assert started["rest_url"] == f"http://localhost:{port}"
+        assert started["taskmanagers"] == 1 and started["slots_total"] >= 1
+
+        status = cli("cluster", "status", "--workdir", str(workdir))
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["running"] is True
+
+        # Job arguments after the file; options may follow them.
+        output = tmp_path / "unhappy.jsonl"
+        job = cli(
+            "submit",
+            str(REPO / "examples" / "table_api.py"),
+            str(output),
+            "--cluster",
+            str(workdir),
+            cwd=tmp_path,
+            timeout=400,
+        )
+        assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+        assert "finished in" in job.stderr
+        rows = [json.loads(line) for line in output.read_text().splitlines()]
+        assert [r["review_id"] for r in rows] == ["r2", "r4"]
+        assert "'review_id': 'r2'" in job.stdout  # the job's own prints come through
+    finally:
+        stop = cli("cluster", "stop", "--workdir", str(workdir), timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    assert json.loads(stop.stdout)["running"] is False
+    after = cli("cluster", "status", "--workdir", str(workdir))
+    assert after.returncode == 0 and json.loads(after.stdout)["running"] is False
