@@ -18,10 +18,11 @@ or a ``path/to/file.py``; ``attr`` may be dotted (``module:Factory.build``).
 
 ``--resources module:function[:args]`` names a function returning ``{name: resource}``
 (``ResourceDescriptor``, ``Prompt``, ``Tool`` or a tool function) that is added to the
-environment, e.g. ``examples.workflow_single_agent:model_resources:local`` for the seed
-example with the local LLM. ``args`` is a comma separated list of arguments given to the
-function: ``key=value`` items are keyword arguments, other items positional (all strings).
-``attr`` may also be a dict of resources itself. The option may be repeated.
+environment, e.g. ``examples.workflow_single_agent:model_resources:scripted`` for the seed
+example (``:local`` for the real local LLM, when it is installed). ``args`` is a comma
+separated list of arguments given to the function: ``key=value`` items are keyword
+arguments, other items positional (all strings). ``attr`` may also be a dict of resources
+itself. The option may be repeated.
 
 ``--config key=value`` sets a configuration option (``max-retries=5``,
 ``error-handling-strategy=retry``) or a free key actions read through ``ctx.config``; the
@@ -31,7 +32,7 @@ string. Options are checked by their type.
 ``run`` reads the whole JSONL input first (so a bad line stops it before any model is
 called), then runs the agent in the local environment in batches of ``--batch-size``
 records; different keys of a batch run concurrently, records of one key in input order,
-and short-term memory of a key persists across batches. Each input line gives one or more
+and short-term memory of a key persists across batches. Each input line gives zero or more
 output lines ``{"key": ..., "output": ...}`` in input order (pydantic outputs as JSON
 objects). The key is the value of ``--key-field`` in each record, or else the record's
 line number (each record its own key).
@@ -55,7 +56,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import importlib.util
 import inspect
 import json
 import logging
@@ -75,8 +75,6 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-
-log = logging.getLogger("flink_agents.cli")
 
 
 class UsageError(Exception):
