@@ -271,6 +271,7 @@ class AgentRunner:
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
+        self._unheard: set[str] = set()
 
     def close(self) -> None:
         """Close resources and the executor this runner made."""
@@ -310,11 +311,29 @@ class AgentRunner:
             run.result.events += 1
             if isinstance(event, OutputEvent):
                 run.result.outputs.append(event.output)
-            for action in self.plan.get_actions(event.event_type):
+            actions = self.plan.get_actions(event.event_type)
+            if not actions and not isinstance(event, OutputEvent):
+                self._warn_unheard(event)
+            for action in actions:
                 queue.extend(await self._run_action(run, action, event))
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result
+
+    def _warn_unheard(self, event: Event) -> None:
+        if event.event_type in self._unheard:
+            return
+        self._unheard.add(event.event_type)
+        if isinstance(event, ErrorEvent):
+            return  # logged where it was raised
+        listened = sorted(self.plan.actions_by_event)
+        log.warning(
+            "no action listens to events of type %r (sent as %s); they are dropped. "
+            "Listened types: %s",
+            event.event_type,
+            type(event).__name__,
+            listened,
+        )
 
     def run_sync(self, key: Any, value: Any, **kwargs: Any) -> RunResult:
         """:meth:`run` on a fresh event loop (for scripts and tests)."""

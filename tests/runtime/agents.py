@@ -236,3 +236,13 @@ def echo_tool_results(messages: list[ChatMessage], tools: list[Any]) -> Any:
         return "; ".join(results)
     request = json.loads(last.content)
     return tool_call(request["tool"], call_id="c1", **request.get("args", {}))
+
+
+class UnheardAgent(Agent):
+    """Sends an event no action listens to."""
+
+    @action(InputEvent)
+    @staticmethod
+    def send(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(CountEvent(n=1))
+        ctx.send_event(OutputEvent(output=event.input))

@@ -218,3 +218,36 @@ def test_resources_are_created_once_per_runner():
     assert created[(ResourceType.CHAT_MODEL, "model")] == 1
     assert created[(ResourceType.TOOL, "multiply")] == 1
     runner.close()
+
+
+def test_runner_runs_again_after_a_run_that_used_worker_threads():
+    plan = AgentPlan.from_agent(
+        agents.ToolAgent(),
+        resources={
+            ResourceType.CHAT_MODEL_CONNECTION: {
+                "conn": ResourceDescriptor(
+                    clazz=ScriptedChatModelConnection,
+                    respond="tests.runtime.agents:echo_tool_results",
+                )
+            },
+            ResourceType.CHAT_MODEL: {
+                "model": ResourceDescriptor(
+                    clazz=ScriptedChatModelSetup, connection="conn", tools=["multiply"]
+                )
+            },
+        },
+    )
+    runner = LocalRunner(plan)
+    value = {"tool": "multiply", "args": {"a": 2, "b": 3}}
+    assert runner.run([("k", value)])[0].outputs == ["multiply[c1]=6"]
+    assert runner.run([("k", value)])[0].outputs == ["multiply[c1]=6"]
+    runner.close()
+
+
+def test_events_nobody_listens_to_are_reported(caplog):
+    out = run_local(agents.UnheardAgent(), [{"key": "k", "value": 1}])
+    assert out == [{"k": 1}]
+    assert any(
+        "no action listens to events of type 'tests.runtime.agents.CountEvent'" in r.message
+        for r in caplog.records
+    )

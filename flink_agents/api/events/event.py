@@ -4,7 +4,9 @@ Every event is a pydantic model that allows extra fields and has a unique ``id``
 has its type string in ``EVENT_TYPE``; actions may listen by class (``@action(InputEvent)``)
 or by type string (``@action("_input_event")``). A class that does not set ``EVENT_TYPE``
 gets its import path (``module.QualName``) as type. A generic ``Event(type="my_type", ...)``
-carries a type string without a class of its own.
+carries a type string without a class of its own; to listen to such a type by string, declare
+it once with a class (``class MyEvent(Event): EVENT_TYPE = "my_type"``), so the plan compiler
+can tell a typo from a real type.
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ class Event(BaseModel):
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         if "EVENT_TYPE" not in cls.__dict__:
-            cls.EVENT_TYPE = f"{cls.__module__}.{cls.__qualname__}"
+            # Under `python -m pkg.mod` the class is defined twice (as __main__.X and, when
+            # the plan imports the actions, as pkg.mod.X): both must get the same type.
+            from flink_agents.api._function import _real_module
+
+            cls.EVENT_TYPE = f"{_real_module(cls.__module__)}.{cls.__qualname__}"
         # The first class to claim a type string keeps it; a test module re-imported
         # under another name must not steal a built-in type.
         _REGISTRY.setdefault(cls.EVENT_TYPE, cls)

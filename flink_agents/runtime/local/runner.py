@@ -9,6 +9,7 @@ others. Short-term memory is a dict per key that persists across inputs and acro
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -26,6 +27,7 @@ class LocalRunner:
         self.runner = AgentRunner(plan)
         self.memory: dict[Any, dict[str, Any]] = {}
         self._max_in_flight = plan.get_config().get(AgentExecutionOptions.MAX_IN_FLIGHT)
+        self._threads = plan.get_config().get(AgentExecutionOptions.NUM_ASYNC_THREADS)
 
     async def run_async(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
         """Run ``(key, value)`` records; results come back in input order."""
@@ -35,8 +37,14 @@ class LocalRunner:
             by_key.setdefault(key, []).append(index)
         results: list[RunResult | None] = [None] * len(records)
         gate = asyncio.Semaphore(self._max_in_flight)
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(self.runner.executor)  # to_thread uses our sized pool
+        # asyncio.to_thread uses the loop's default executor: give it the configured size
+        # (the default is only cpu+4 threads). A pool of its own, because asyncio.run shuts
+        # the default executor down at the end.
+        asyncio.get_running_loop().set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(
+                max_workers=self._threads, thread_name_prefix="flink-agents-local"
+            )
+        )
 
         async def run_key(key: Any, indexes: list[int]) -> None:
             for index in indexes:
