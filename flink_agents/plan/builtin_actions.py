@@ -138,6 +138,14 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
         return
     responses: dict[str, Any] = {}
     errors: dict[str, str] = {}
+    # The model calls tools by the names it was shown (their metadata names), which may
+    # differ from the resource names the setup lists them under.
+    offered: dict[str, Any] = {}
+    try:
+        setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
+        offered = {t.name: t for t in setup.get_tools()}  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - fall back to resource names below
+        offered = {}
     for call in event.tool_calls:
         call_id = str(call.get("id"))
         function = call.get("function") or {}
@@ -146,10 +154,12 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
         try:
             if not isinstance(args, dict):
                 raise ValueError(f"arguments must be a JSON object, got {args!r}")
-            try:
-                tool = ctx.get_resource(name, ResourceType.TOOL)
-            except ResourceError as exc:
-                raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
+            tool = offered.get(name)
+            if tool is None:
+                try:
+                    tool = ctx.get_resource(name, ResourceType.TOOL)
+                except ResourceError as exc:
+                    raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
             responses[call_id] = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"

@@ -79,6 +79,15 @@ PUBLIC = {
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
     "flink_agents.api.execution_environment": {"AgentBuilder", "AgentsExecutionEnvironment"},
     "flink_agents.api.metric_group": {"MetricGroup"},
+    "flink_agents.api.tools.java_tool": {"JavaTool"},
+    "flink_agents.api.chat_models.java_chat_model": {
+        "JavaChatModelConnection",
+        "JavaChatModelSetup",
+    },
+    "flink_agents.api.embedding_models.java_embedding_model": {
+        "JavaEmbeddingModelConnection",
+        "JavaEmbeddingModelSetup",
+    },
 }
 
 

@@ -200,3 +200,17 @@ def test_prompt_is_applied_by_the_chat_model_setup():
     messages = setup.prepare_messages([ChatMessage(extra_args={"input": json.dumps({"a": 1})})])
     captured.append(messages)
     assert [m.content for m in messages] == ["be brief", 'review: {"a": 1} {missing}']
+
+
+def test_tool_is_found_by_the_name_the_model_saw():
+    """A tool whose metadata name differs from its resource name is still callable."""
+    from flink_agents.api.tools.function_tool import FunctionTool
+
+    resources = tool_agent_resources(tools=("math_tool",))
+    resources["math_tool"] = FunctionTool.from_callable(agents.add)  # metadata name "add"
+    out = run(
+        agents.ToolAgent(),
+        [{"key": "k", "value": {"tool": "add", "args": {"a": 2, "b": 5}}}],
+        resources,
+    )
+    assert out == ["add[c1]=7"]

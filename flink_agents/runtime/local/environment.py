@@ -34,7 +34,11 @@ class LocalAgentBuilder(AgentBuilder):
     def apply(self, agent: Agent) -> LocalAgentBuilder:
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_list again")
-        self._plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        from flink_agents.runtime.java import check_java_resources
+
+        check_java_resources(plan, "local")  # Java resources need a thread-mode Flink worker
+        self._plan = plan
         return self
 
     def to_list(self) -> list[dict[str, Any]]:
