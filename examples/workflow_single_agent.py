@@ -63,6 +63,62 @@ REVIEW_ANALYSIS_SYSTEM = (
 )
 
 
+#: For small local models, which cannot reliably decide on a tool call (measured with the
+#: 0.5B model: offered the tool, it calls it for nearly every review): the model reports
+#: shipping damage as a field (``damaged_in_shipping``) and the agent calls the tool
+#: itself. Few-shot examples make the scores sensible.
+LOCAL_REVIEW_ANALYSIS_SYSTEM = """You are a product review analyst.
+Answer with a JSON object: {"id": <review id>, "damaged_in_shipping": <true if the product \
+arrived damaged, broken, crushed or cracked, else false>, "reasons": [<short complaint \
+reasons>], "score": <1-5>}.
+Score: 1 = very unhappy, 2 = unhappy, 3 = mixed, 4 = happy, 5 = very happy.
+
+Examples:
+{"id": "a1", "review": "The parcel was smashed and the vase inside was broken."}
+{"id": "a1", "damaged_in_shipping": true, "reasons": ["arrived broken"], "score": 1}
+
+{"id": "a2", "review": "Cheap plastic, it stopped working after a week. Waste of money."}
+{"id": "a2", "damaged_in_shipping": false, "reasons": ["cheap plastic", \
+"stopped working after a week"], "score": 1}
+
+{"id": "a3", "review": "Decent kettle, but it is louder than I expected."}
+{"id": "a3", "damaged_in_shipping": false, "reasons": ["too loud"], "score": 3}
+
+{"id": "a5", "review": "The box came torn open and the screen was cracked."}
+{"id": "a5", "damaged_in_shipping": true, "reasons": ["screen cracked on arrival"], "score": 1}
+
+{"id": "a4", "review": "Perfect fit and very comfortable, I wear them every day!"}
+{"id": "a4", "damaged_in_shipping": false, "reasons": [], "score": 5}"""
+
+#: The answer's JSON schema, sent with each request (models with structured output or a
+#: grammar, like the local one, follow it exactly; others get it as a hint). Deciding on
+#: damage before writing reasons and score works best with the 0.5B model (8 of 8 sample
+#: reviews right).
+REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "damaged_in_shipping": {"type": "boolean"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
+    "required": ["id", "damaged_in_shipping", "reasons", "score"],
+}
+
+
+def notify(id: str, review: str) -> str:
+    """Send the notification (shared by the tool and the agent's own call)."""
+    NOTIFICATIONS.append({"id": id, "review": review})
+    # On Flink the tool runs in the task's Python, not in the submitting process: a file
+    # lets the demo show the notifications afterwards.
+    notify_file = os.environ.get("FLINK_AGENTS_NOTIFY_FILE")
+    if notify_file:
+        with open(notify_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"id": id, "review": review}) + "\n")
+    log.info("shipping manager notified about review %s", id)
+    return f"The shipping manager was notified about review {id}."
+
+
 class ReviewAnalysisAgent(Agent):
     """Extracts a 1-5 score and complaint reasons from a product review."""
 
@@ -86,9 +142,7 @@ class ReviewAnalysisAgent(Agent):
             id: the id of the review.
             review: the review text.
         """
-        NOTIFICATIONS.append({"id": id, "review": review})
-        log.info("shipping manager notified about review %s", id)
-        return f"The shipping manager was notified about review {id}."
+        return notify(id, review)
 
     @action(InputEvent)
     @staticmethod
@@ -98,11 +152,13 @@ class ReviewAnalysisAgent(Agent):
         if isinstance(review, dict):
             review = ProductReview.model_validate(review)
         ctx.short_term_memory.set("id", review.id)
+        ctx.sensory_memory.set("review", review.review)
         content = json.dumps({"id": review.id, "review": review.review})
         ctx.send_event(
             ChatRequestEvent(
                 model="review_analysis_model",
                 messages=[ChatMessage(role=MessageRole.USER, extra_args={"input": content})],
+                output_schema=REVIEW_SCHEMA,
             )
         )
 
@@ -116,10 +172,15 @@ class ReviewAnalysisAgent(Agent):
         score = int(data["score"])
         if not 1 <= score <= 5:
             raise ValueError(f"score {score} is outside 1..5")
+        review_id = str(ctx.short_term_memory.get("id"))
+        if data.get("damaged_in_shipping") is True:
+            # The model reported damage instead of calling the tool (small local models):
+            # notify once, durably (a replay after a restore does not notify again).
+            ctx.durable_execute(notify, review_id, ctx.sensory_memory.get("review") or "")
         ctx.send_event(
             OutputEvent(
                 output=ProductReviewAnalysisRes(
-                    id=str(ctx.short_term_memory.get("id")),
+                    id=review_id,
                     score=score,
                     reasons=[str(r) for r in data.get("reasons") or []],
                 )
@@ -167,8 +228,13 @@ def model_resources(provider: str = "scripted") -> dict[str, ResourceDescriptor]
         setup = ResourceDescriptor(
             clazz="flink_agents.integrations.chat_models.local_llama.LocalLlamaChatModelSetup",
             connection="review_model_connection",
-            prompt="review_analysis_prompt",
-            tools=tools,
+            prompt=Prompt.from_messages(
+                [
+                    ChatMessage(role=MessageRole.SYSTEM, content=LOCAL_REVIEW_ANALYSIS_SYSTEM),
+                    ChatMessage(role=MessageRole.USER, content="{input}"),
+                ]
+            ),
+            temperature=0.0,
         )
     elif provider == "openai":
         conn = ResourceDescriptor(
