@@ -177,3 +177,80 @@ def picky_agent(strategy: ErrorHandlingStrategy, latency: float = 0.0) -> Agent:
     agent.add_action("report_error", ErrorEvent, report_error)
     _model(agent, latency, None)
     return agent
+
+
+# -- recovery: fails once, after some outputs were committed by a checkpoint --------------------
+def finalized_files(out_dir: str) -> list[list[dict[str, Any]]]:
+    """Records of each of the FileSink's finalized part files (in-progress ones start
+    with '.')."""
+    found = []
+    for root, _, files in os.walk(out_dir):
+        for name in files:
+            if name.startswith("."):
+                continue
+            with open(os.path.join(root, name), encoding="utf-8") as fh:
+                found.append([json.loads(line) for line in fh if line.strip()])
+    return found
+
+
+def finalized_outputs(out_dir: str) -> list[dict[str, Any]]:
+    """Records in the FileSink's finalized part files."""
+    return [record for part in finalized_files(out_dir) for record in part]
+
+
+def flaky(event: InputEvent, ctx: RunnerContext) -> None:
+    """Counts inputs per key in memory. Fails once: on the first input from ``test.fail_at``
+    on that finds outputs committed by the sink (a completed checkpoint), recording which
+    ones (``<marker>.committed``)."""
+    record = event.input
+    marker = ctx.config.get("test.marker")
+    if record["i"] >= ctx.config.get("test.fail_at") and not os.path.exists(marker):
+        committed = finalized_outputs(ctx.config.get("test.out_dir"))
+        if committed:
+            with open(marker + ".committed", "w", encoding="utf-8") as fh:
+                json.dump(sorted(o["i"] for o in committed), fh)
+            with open(marker, "w", encoding="utf-8") as fh:
+                fh.write("failed once\n")
+            raise RuntimeError(f"injected failure at input {record['i']}")
+    memory = ctx.short_term_memory
+    count = (memory.get("count") or 0) + 1
+    memory.set("count", count)
+    doc = {
+        "key": record["key"],
+        "i": record["i"],
+        "count": count,
+        "calls": ctx.config.get("test.calls_file"),
+        "marker": marker,
+    }
+    ctx.send_event(
+        ChatRequestEvent(
+            model="model",
+            messages=[ChatMessage(role=MessageRole.USER, content=json.dumps(doc))],
+        )
+    )
+
+
+def logging_echo(messages: list[ChatMessage], tools: Any) -> str:
+    """Echo that logs each call's input and whether it came after the injected failure."""
+    doc = json.loads(messages[-1].content)
+    after = os.path.exists(doc.pop("marker"))
+    with open(doc.pop("calls"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"i": doc["i"], "after_failure": after}) + "\n")
+    return json.dumps(doc)
+
+
+def recovery_agent(latency: float) -> Agent:
+    """Outputs ``{key, i, count}``; see :func:`flaky`."""
+    agent = Agent()
+    agent.add_action("flaky", InputEvent, flaky)
+    agent.add_action("answer", ChatResponseEvent, answer)
+    agent.add_resource(
+        "conn",
+        ResourceDescriptor(
+            clazz=ScriptedChatModelConnection,
+            respond="tests.flink.agents:logging_echo",
+            latency=latency,
+        ),
+    )
+    agent.add_resource("model", ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn"))
+    return agent
