@@ -254,3 +254,18 @@ def recovery_agent(latency: float) -> Agent:
     )
     agent.add_resource("model", ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn"))
     return agent
+
+
+# -- tables: inputs are Rows ----------------------------------------------------------------------
+def remember_row(event: InputEvent, ctx: RunnerContext) -> None:
+    row = event.input
+    remember(InputEvent(input={"key": row["key"], "i": int(row["i"])}), ctx)
+
+
+def row_memory_agent(latency: float = 0.0) -> Agent:
+    """:func:`memory_agent` over ``Row(key, i)`` inputs."""
+    agent = Agent()
+    agent.add_action("remember", InputEvent, remember_row)
+    agent.add_action("answer", ChatResponseEvent, answer)
+    _model(agent, latency, None)
+    return agent
