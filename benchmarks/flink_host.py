@@ -1,0 +1,185 @@
+"""Benchmark of the Flink host on the local MiniCluster (parallelism 1, discarding sink).
+
+Runs, in one invocation:
+
+1. baseline: a plain PyFlink keyed stateful function (one ValueState read and write per
+   record) over N records;
+2. agent: InputEvent -> ChatRequestEvent -> zero-latency scripted model ->
+   ChatResponseEvent -> OutputEvent over the same N records and keys;
+3. concurrency: the same agent with a 200 ms model over 2,000 keys (one input each),
+   against the ideal ``min(keys, max_in_flight) / 0.2 s``.
+
+Throughput is measured inside the job, from the first input reaching the keyed operator to
+the last output leaving it (job start-up, 5-9 s here, is not counted): a pass-through map
+before and after the operator notes the times. Both pipelines have the same maps.
+
+Usage::
+
+    .venv/bin/python benchmarks/flink_host.py [--records 20000] [--keys 100]
+        [--mode thread|process] [--concurrency-keys 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pyflink.common import Configuration, WatermarkStrategy
+from pyflink.common.typeinfo import Types
+from pyflink.datastream import (
+    KeyedProcessFunction,
+    MapFunction,
+    RuntimeContext,
+    StreamExecutionEnvironment,
+)
+from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+from pyflink.datastream.functions import SinkFunction
+from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.java_gateway import get_gateway
+
+from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from tests.flink.agents import chat_agent
+
+
+class _Stamp(MapFunction):
+    """Pass-through that notes when its first and last records passed (written at close)."""
+
+    def __init__(self, path: str, side: str) -> None:
+        self._path = path
+        self._side = side
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._first: float | None = None
+        self._last = 0.0
+        self._n = 0
+
+    def map(self, value: Any) -> Any:
+        now = time.time()
+        if self._first is None:
+            self._first = now
+        self._last = now
+        self._n += 1
+        return value
+
+    def close(self) -> None:
+        with open(self._path, "a", encoding="utf-8") as fh:
+            fh.write(
+                json.dumps(
+                    {"side": self._side, "n": self._n, "first": self._first, "last": self._last}
+                )
+                + "\n"
+            )
+
+
+class _Counter(KeyedProcessFunction):
+    """The baseline: one ValueState read and write per record."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        count = (self._count.value() or 0) + 1
+        self._count.update(count)
+        yield {"key": value["key"], "i": value["i"], "count": count}
+
+
+def _record(keys: int) -> Any:
+    def make(n: int) -> dict[str, Any]:
+        return {"key": f"k{n % keys}", "i": int(n)}
+
+    return make
+
+
+def _discard() -> SinkFunction:
+    jvm = get_gateway().jvm
+    return SinkFunction(jvm.org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink())
+
+
+def _run(mode: str, records: int, keys: int, kind: str, latency: float = 0.0) -> dict[str, Any]:
+    conf = Configuration()
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    agents_env = AgentsExecutionEnvironment.get_execution_environment(
+        env, **{"python.execution-mode": mode}
+    )
+    stamps = tempfile.mktemp(prefix="flink-host-bench-", suffix=".jsonl")
+    numbers = env.from_source(
+        NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    inputs = numbers.map(_record(keys), output_type=Types.PICKLED_BYTE_ARRAY()).map(
+        _Stamp(stamps, "in"), output_type=Types.PICKLED_BYTE_ARRAY()
+    )
+    if kind == "baseline":
+        agents_env.configure_workers()  # same Python worker setup as the agent runs
+        out = inputs.key_by(lambda r: r["key"]).process(
+            _Counter(), output_type=Types.PICKLED_BYTE_ARRAY()
+        )
+    else:
+        out = (
+            agents_env.from_datastream(inputs, key_selector=lambda r: r["key"])
+            .apply(chat_agent(latency=latency))
+            .to_datastream()
+        )
+    out.map(_Stamp(stamps, "out"), output_type=Types.PICKLED_BYTE_ARRAY()).add_sink(_discard())
+    started = time.time()
+    env.execute(f"flink-host-bench-{kind}")
+    wall = time.time() - started
+    with open(stamps, encoding="utf-8") as fh:
+        marks = {m["side"]: m for m in (json.loads(line) for line in fh)}
+    os.unlink(stamps)
+    seconds = marks["out"]["last"] - marks["in"]["first"]
+    return {
+        "kind": kind,
+        "records": marks["out"]["n"],
+        "seconds": seconds,
+        "rate": marks["out"]["n"] / seconds,
+        "wall": wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--mode", choices=["thread", "process"], default="thread")
+    parser.add_argument("--concurrency-keys", type=int, default=2_000)
+    args = parser.parse_args()
+
+    def show(result: dict[str, Any]) -> None:
+        print(
+            f"{result['kind']:<12} {result['records']:>7} records in {result['seconds']:6.2f} s"
+            f" = {result['rate']:8.0f} records/s   (job wall time {result['wall']:.1f} s)",
+            flush=True,
+        )
+
+    print(f"mode={args.mode} records={args.records} keys={args.keys} parallelism=1")
+    baseline = _run(args.mode, args.records, args.keys, "baseline")
+    show(baseline)
+    agent = _run(args.mode, args.records, args.keys, "agent")
+    show(agent)
+    ratio = agent["rate"] / baseline["rate"]
+    print(f"agent / baseline throughput: {ratio:.0%} (target >= 40% in thread mode)")
+
+    keys = args.concurrency_keys
+    concurrency = _run(args.mode, keys, keys, "concurrency", latency=0.2)
+    concurrency["kind"] = "concurrency"
+    show(concurrency)
+    max_in_flight = AgentExecutionOptions.MAX_IN_FLIGHT.default
+    ideal = min(keys, max_in_flight) / 0.2
+    print(
+        f"concurrency: {concurrency['rate']:.0f} runs/s vs ideal min({keys}, "
+        f"{max_in_flight}) / 0.2 s = {ideal:.0f} runs/s: {concurrency['rate'] / ideal:.0%} "
+        "(target >= 80%)"
+    )
+
+
+if __name__ == "__main__":
+    main()
