@@ -128,8 +128,13 @@ class FlinkAgentBuilder(AgentBuilder):
             selector: KeySelector = _RoundRobinKey(buckets)
         elif isinstance(self._key_selector, KeySelector):
             selector = self._key_selector
-        else:
+        elif callable(self._key_selector):
             selector = _UserKey(self._key_selector)
+        else:
+            raise TypeError(
+                "key_selector must be a function or a pyflink KeySelector, got "
+                f"{type(self._key_selector).__name__}"
+            )
         function = AgentProcessFunction(plan.model_dump_json(), plan.secrets, keyless=keyless)
         return (
             self._stream.key_by(selector)

@@ -25,7 +25,6 @@ the output downstream (outputs from the drain timer would otherwise carry Long.M
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import uuid
 from collections.abc import Iterator
@@ -106,27 +105,12 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.durable = runtime_context.get_map_state(
             MapStateDescriptor("fa-durable", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
         )
-        self._trace = os.environ.get("FLINK_AGENTS_TRACE_FILE")
 
     def close(self) -> None:
         # Not a shutdown: in thread mode close() comes before the last timers fire, so the
         # slot closes itself when its last run ends (see SlotRuntime.close).
         if self.slot is not None:
-            self._write_trace()
             self.slot.close()
-
-    def _write_trace(self) -> None:
-        """Append this slot's counters to ``$FLINK_AGENTS_TRACE_FILE`` (tests, benchmark)."""
-        if not self._trace or self.slot is None:
-            return
-        slot = self.slot
-        record = {
-            "pid": os.getpid(),
-            "stats": dict(slot.stats),
-            "created": {f"{t.value}:{n}": c for (t, n), c in slot.runner.resources.created.items()},
-        }
-        with open(self._trace, "a", encoding="utf-8") as fh:
-            fh.write(repr(record) + "\n")
 
     # -- elements -------------------------------------------------------------------------------
     def _next_id(self) -> str:
