@@ -30,6 +30,7 @@ from typing import Any
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, DurableRecord, RunResult
+from flink_agents.runtime.flink import gated_loop
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -179,7 +180,8 @@ class SlotRuntime:
             thread_name_prefix="flink-agents-call",
         )
         self.runner = AgentRunner(plan, executor=self.executor)
-        self.loop = asyncio.new_event_loop()
+        self._borrow = gated_loop.supported()
+        self.loop = gated_loop.GatedLoop() if self._borrow else asyncio.new_event_loop()
         # asyncio.to_thread (used by resources) goes to the loop's default executor.
         self.loop.set_default_executor(self.executor)
         self._thread = threading.Thread(
@@ -247,11 +249,18 @@ class SlotRuntime:
             True if every queued input of ``work`` finished without a real wait, so the
             caller can commit and emit at once instead of going through a timer.
         """
+        self._count_chain()
+        loop = self.loop
+        if isinstance(loop, gated_loop.GatedLoop):
+            # Run the first steps here, on the operator thread (see gated_loop).
+            with loop.gate:
+                task = loop.create_task(self._chain(work))
+                loop.run_borrowed(task, _SETTLE_HOPS + 1)
+            return work.idle.is_set()
         # A bare lock is the cheapest cross-thread signal (~55 us round trip here against
         # ~80 us for an Event): the loop thread releases it.
         settled = threading.Lock()
         settled.acquire()
-        self._count_chain()
         self.loop.call_soon_threadsafe(self._spawn, work, settled)
         settled.acquire()
         return work.idle.is_set()

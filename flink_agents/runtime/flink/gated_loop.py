@@ -1,0 +1,74 @@
+"""An asyncio loop that the operator thread can borrow for a few iterations.
+
+Handing a zero-latency run to the loop thread and waiting for it costs two thread wake-ups
+(~135 us per record measured here, more than the run itself). Instead, the operator thread
+*borrows* the loop: every iteration of the loop runs under a lock (``gate``) that is let go
+only while the loop blocks in ``select``. Holding the gate, the operator thread may run loop
+iterations itself (the loop thread is then either parked in ``select`` or waiting for the
+gate, never running callbacks), so the first steps of a run happen on the operator thread
+with no hand-off; a run that really waits stays on the loop, which the loop thread goes on
+driving. Loop iterations never run concurrently: the usual single-threaded asyncio
+guarantees hold.
+
+This relies on ``BaseEventLoop._run_once``, ``_ready`` and ``_write_to_self`` (stable in
+CPython 3.10-3.13); :func:`supported` tells whether they are there, and the caller falls
+back to a plain cross-thread hand-off otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+import threading
+from typing import Any
+
+
+class _GatedSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+    """Lets the gate go while blocked in ``select``."""
+
+    gate: threading.Lock
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.gate.release()
+        try:
+            return super().select(timeout)
+        finally:
+            self.gate.acquire()
+
+
+class GatedLoop(asyncio.SelectorEventLoop):
+    """A selector event loop whose iterations run under ``gate``."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Lock()
+        selector = _GatedSelector()
+        selector.gate = self.gate
+        super().__init__(selector)
+
+    def _run_once(self) -> None:
+        with self.gate:
+            super()._run_once()  # type: ignore[misc]
+
+    def run_borrowed(self, task: asyncio.Future[Any], iterations: int) -> None:
+        """Run up to ``iterations`` ready iterations on the calling thread, until ``task``
+        is done; the caller must hold ``gate``. Never blocks on I/O or timers."""
+        previous = asyncio._get_running_loop()
+        asyncio._set_running_loop(self)
+        try:
+            while not task.done() and iterations > 0 and self._ready:  # type: ignore[attr-defined]
+                super()._run_once()  # type: ignore[misc]
+                iterations -= 1
+        finally:
+            asyncio._set_running_loop(previous)
+        if not task.done() or self._ready:  # type: ignore[attr-defined]
+            # Work was left for the loop (a timer, I/O or a callback registered from this
+            # thread): wake the loop thread so it recomputes its select timeout.
+            self._write_to_self()  # type: ignore[attr-defined]
+
+
+def supported() -> bool:
+    """Whether this interpreter's asyncio has what :class:`GatedLoop` relies on."""
+    base = asyncio.base_events.BaseEventLoop
+    return all(hasattr(base, name) for name in ("_run_once",)) and hasattr(
+        asyncio.selector_events.BaseSelectorEventLoop, "_write_to_self"
+    )
