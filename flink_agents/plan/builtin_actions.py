@@ -47,10 +47,12 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     """Call the model; loop through tool calls until it answers."""
     loops = ctx.sensory_memory
     if isinstance(event, ChatRequestEvent):
+        # Messages stay objects until the loop state must be stored (tool calls): most
+        # requests are answered at once, and the JSON round trip is the costly part.
         state: dict[str, Any] = {
             "request_id": str(event.id),
             "model": event.model,
-            "messages": [m.model_dump(mode="json") for m in event.messages],
+            "messages": list(event.messages),
             "iterations": 0,
             "schema": _schema_kwargs(event.output_schema),
             # A request may bound its own tool loop (ReActAgent does).
@@ -94,7 +96,10 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         )
     state["iterations"] += 1
     setup = ctx.get_resource(state["model"], ResourceType.CHAT_MODEL)
-    messages = [ChatMessage.model_validate(m) for m in state["messages"]]
+    messages = [
+        m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m)
+        for m in state["messages"]
+    ]
     response: ChatMessage = await ctx.durable_execute_async(
         setup.achat,  # type: ignore[attr-defined]
         messages,
@@ -106,7 +111,7 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         ]
         response = response.model_copy(update={"tool_calls": calls})
         request = ToolRequestEvent(model=state["model"], tool_calls=calls)
-        state["messages"].append(response.model_dump(mode="json"))
+        state["messages"] = [m.model_dump(mode="json") for m in [*messages, response]]
         state["pending_calls"] = calls
         loops.set(f"{_LOOP}.{request.id}", state)
         ctx.send_event(request)
@@ -160,7 +165,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool = ctx.get_resource(name, ResourceType.TOOL)
                 except ResourceError as exc:
                     raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
-            responses[call_id] = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[attr-defined]
+            responses[call_id] = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[union-attr]
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
             errors[call_id] = message

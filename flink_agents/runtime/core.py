@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from flink_agents.api.core_options import (
     AgentConfigOptions,
     AgentConfiguration,
@@ -109,7 +111,12 @@ def _signature(func: Callable[..., Any]) -> str:
     return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
 
 
+_PLAIN = (type(None), bool, int, float, str, bytes, BaseModel)
+
+
 def _check_picklable(value: Any, signature: str) -> None:
+    if isinstance(value, _PLAIN):
+        return  # pickles (pydantic models of importable classes do); skip the cost
     try:
         pickle.dumps(value)
     except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
@@ -272,6 +279,18 @@ class AgentRunner:
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
         self._unheard: set[str] = set()
+        # Resolved once: the per-event lookups are on the hot path.
+        self._actions_by_event: dict[str, list[tuple[ActionPlan, Callable[..., Any], Any]]] = {
+            etype: [
+                (
+                    a,
+                    a.function,
+                    ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
+                )
+                for a in plan.get_actions(etype)
+            ]
+            for etype in plan.actions_by_event
+        }
 
     def close(self) -> None:
         """Close resources and the executor this runner made."""
@@ -311,11 +330,11 @@ class AgentRunner:
             run.result.events += 1
             if isinstance(event, OutputEvent):
                 run.result.outputs.append(event.output)
-            actions = self.plan.get_actions(event.event_type)
+            actions = self._actions_by_event.get(event.event_type)
             if not actions and not isinstance(event, OutputEvent):
                 self._warn_unheard(event)
-            for action in actions:
-                queue.extend(await self._run_action(run, action, event))
+            for action, function, strategy in actions or ():
+                queue.extend(await self._run_action(run, action, function, strategy, event))
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result
@@ -339,16 +358,20 @@ class AgentRunner:
         """:meth:`run` on a fresh event loop (for scripts and tests)."""
         return asyncio.run(self.run(key, value, **kwargs))
 
-    async def _run_action(self, run: _Run, action: ActionPlan, event: Event) -> list[Event]:
-        strategy = ErrorHandlingStrategy(
-            action.config.get("error-handling-strategy", self._strategy)
-        )
+    async def _run_action(
+        self,
+        run: _Run,
+        action: ActionPlan,
+        function: Callable[..., Any],
+        strategy: ErrorHandlingStrategy,
+        event: Event,
+    ) -> list[Event]:
         attempt = 0
         while True:
             ctx = RunContext(run, action, event)
             marks = run.short_term.mark(), run.sensory.mark()
             try:
-                result = action.function(event, ctx)
+                result = function(event, ctx)
                 if inspect.isawaitable(result):
                     await result
                 return ctx._sent

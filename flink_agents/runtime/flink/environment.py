@@ -115,7 +115,30 @@ class FlinkAgentBuilder(AgentBuilder):
     def apply(self, agent: Agent) -> FlinkAgentBuilder:
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
-        self._plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        main_refs = plan.main_module_references()
+        if main_refs:
+            from flink_agents.errors import PlanValidationError
+
+            raise PlanValidationError(
+                [
+                    f"{ref} is defined in the __main__ script, which Flink's Python workers "
+                    "cannot import: move the agent into a module (or run the script with "
+                    "`python -m package.module`)"
+                    for ref in main_refs
+                ]
+            )
+        from flink_agents.runtime.java import check_java_resources, job_jars
+
+        # Java resources need thread mode and their classes in the job's jars: fail now,
+        # not on the TaskManager.
+        check_java_resources(
+            plan,
+            self._env.execution_mode(),
+            jars=job_jars(self._env.get_config()),
+            gateway=get_gateway(),
+        )
+        self._plan = plan
         return self
 
     def _pairs(self) -> DataStream:
@@ -248,9 +271,7 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         conf = gateway.jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
             self._env._j_stream_execution_environment
         )
-        agents_mode = self.get_config().get(EXECUTION_MODE)
-        mode = agents_mode or conf.getString(EXECUTION_MODE, None) or "thread"
-        conf.setString(EXECUTION_MODE, str(mode))
+        conf.setString(EXECUTION_MODE, self.execution_mode())
         if conf.getString("python.executable", None) is None:
             conf.setString("python.executable", sys.executable)
         if conf.getString("python.client.executable", None) is None:
@@ -263,6 +284,16 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
             ]
         conf.setString(PYTHONPATH, os.pathsep.join(paths))
         self._add_jars()
+
+    def execution_mode(self) -> str:
+        """``python.execution-mode`` the job will use: the agents config, else the Flink
+        configuration, else ``thread``."""
+        gateway = get_gateway()
+        conf = gateway.jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
+            self._env._j_stream_execution_environment
+        )
+        agents_mode = self.get_config().get(EXECUTION_MODE)
+        return str(agents_mode or conf.getString(EXECUTION_MODE, None) or "thread")
 
     def _python_paths(self) -> list[str]:
         """This interpreter's package paths (thread mode does not read the venv's .pth
@@ -289,14 +320,9 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         if self._jars_added:
             return
         self._jars_added = True
-        jars: list[str] = []
-        try:
-            from flink_agents.runtime.java import bridge_jars  # type: ignore[attr-defined]
+        from flink_agents.runtime.java import job_jars
 
-            jars.extend(bridge_jars())
-        except ImportError:
-            pass
-        jars.extend(self.get_config().get(AgentExecutionOptions.JAVA_JARS) or [])
+        jars = job_jars(self.get_config())
         urls = [j if "://" in j else "file://" + os.path.abspath(j) for j in jars]
         if urls:
             self._env.add_jars(*urls)

@@ -85,6 +85,12 @@ class AgentProcessFunction(KeyedProcessFunction):
         plan = AgentPlan.model_validate_json(self._plan_json).with_secrets(self._secrets)
         config = plan.get_config()
         self.slot = SlotRuntime(plan)
+        # Java resources: bind the pemja bridge to this job's classloader. Must run on the
+        # operator thread (pemja's findClass fails on other Python threads); a no-op in
+        # process mode and for plans without Java resources.
+        from flink_agents.runtime.java import init_java_bridge
+
+        init_java_bridge(self.slot.runner.resources)
         self._active = {}
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._counter = 0
