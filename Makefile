@@ -1,10 +1,16 @@
 # One entry point for setup, tests and the demo. Every target creates/uses .venv.
+#   make demo   the review-analysis agent on a local Flink MiniCluster with the offline LLM
+#   make test   lint, types, the fast suite and the Flink suite (thread and process mode)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+MODEL_STAMP := $(VENV)/.local-llm
+# Portable llama.cpp build (AVX2/FMA, no -march=native): same speed, runs on any x86-64 v3.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: venv test test-fast test-flink lint format java demo bench clean
+.PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
+	java model demo bench clean
 
 venv: $(STAMP)
 
@@ -14,14 +20,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -e ".[dev,flink]"
 	touch $(STAMP)
 
-## The README's test command: lint, types, the fast suite, then the Flink suite.
-test: venv lint test-fast test-flink
+## The README's test command.
+test: venv java model lint test-fast test-flink
 
-test-fast: venv
+test-fast: venv java
 	$(PY) -m pytest -m "not flink" -q
 
-test-flink: venv
-	$(PY) -m pytest -m flink -q
+## Flink tests run in both python.execution-mode values (thread is the default).
+test-flink: test-flink-thread test-flink-process
+
+test-flink-thread: venv java
+	FLINK_AGENTS_TEST_MODE=thread $(PY) -m pytest -m flink -q
+
+# The operator's own suite again in process mode (examples, Java bridge and cluster tests are
+# mode-independent or thread-only and run once above).
+test-flink-process: venv java
+	FLINK_AGENTS_TEST_MODE=process $(PY) -m pytest tests/flink -m flink -q
 
 lint: venv
 	$(PY) -m ruff check flink_agents tests examples benchmarks
@@ -31,12 +45,6 @@ lint: venv
 format: venv
 	$(PY) -m ruff check --fix flink_agents tests examples benchmarks
 	$(PY) -m ruff format flink_agents tests examples benchmarks
-
-bench: venv
-	$(PY) benchmarks/local_env.py
-
-clean:
-	rm -rf $(VENV) build *.egg-info
 
 ## The Java bridge jar (javac + jar, no Maven), shipped in flink_agents/runtime/java/lib/.
 JAVA_JAR := flink_agents/runtime/java/lib/flink-agents-bridge.jar
@@ -48,10 +56,23 @@ $(JAVA_JAR): $(JAVA_SRC) java-bridge/build.sh | venv
 	PYTHON=$(PY) java-bridge/build.sh
 
 ## The real local LLM: llama-cpp-python (the `local-llm` extra) and the verified model file.
-.PHONY: model
-model: venv
-	@echo "Installing llama-cpp-python (local-llm extra). The first time it builds llama.cpp"
-	@echo "from source: this may take ~9 minutes on 2 cores (pip caches the wheel afterwards)."
-	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
-		$(PY) -m pip install -e ".[local-llm]"
+model: $(MODEL_STAMP)
 	$(PY) -m flink_agents.integrations.chat_models.local_llama.model_store
+
+$(MODEL_STAMP): $(STAMP)
+	@echo "Installing llama-cpp-python (local-llm extra). The first time it builds llama.cpp"
+	@echo "from source: about 9 minutes on 2 cores (pip caches the wheel for later runs)."
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -e ".[local-llm]"
+	touch $(MODEL_STAMP)
+
+## The demo: review analysis with the offline LLM on a local Flink MiniCluster.
+demo: venv model
+	$(PY) -m examples.review_analysis_demo
+
+bench: venv java
+	$(PY) -m benchmarks.local_env
+	$(PY) -m benchmarks.flink_host
+	$(PY) -m benchmarks.java_bridge
+
+clean:
+	rm -rf $(VENV) build *.egg-info
