@@ -251,3 +251,13 @@ def test_events_nobody_listens_to_are_reported(caplog):
         "no action listens to events of type 'tests.runtime.agents.CountEvent'" in r.message
         for r in caplog.records
     )
+
+
+def test_short_term_memory_expires_after_its_ttl():
+    plan = AgentPlan.from_agent(agents.CounterAgent(), {"short-term-memory.ttl": 0.3})
+    runner = LocalRunner(plan)
+    counts = [runner.run([("k", i)])[0].outputs[0]["count"] for i in range(2)]
+    time.sleep(0.5)
+    counts += [runner.run([("k", i)])[0].outputs[0]["count"] for i in range(2)]
+    assert counts == [1, 2, 1, 2]
+    runner.close()

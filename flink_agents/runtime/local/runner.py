@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +30,8 @@ class LocalRunner:
         self.memory: dict[Any, dict[str, Any]] = {}
         self._max_in_flight = plan.get_config().get(AgentExecutionOptions.MAX_IN_FLIGHT)
         self._threads = plan.get_config().get(AgentExecutionOptions.NUM_ASYNC_THREADS)
+        self._ttl = plan.get_config().get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        self._touched: dict[Any, float] = {}
 
     async def run_async(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
         """Run ``(key, value)`` records; results come back in input order."""
@@ -49,13 +53,15 @@ class LocalRunner:
         async def run_key(key: Any, indexes: list[int]) -> None:
             for index in indexes:
                 async with gate:
-                    memory = self.memory.get(key, {})
+                    memory = self._load(key)
                     result = await self.runner.run(key, records[index][1], memory=memory)
-                    updated = dict(memory)
-                    for path in result.memory_deletes:
-                        updated.pop(path, None)
-                    updated.update(result.memory_updates)
-                    self.memory[key] = updated
+                    if result.memory_updates or result.memory_deletes:
+                        updated = dict(memory)
+                        for path in result.memory_deletes:
+                            updated.pop(path, None)
+                        updated.update(result.memory_updates)
+                        self.memory[key] = updated
+                        self._touched[key] = time.monotonic()
                     results[index] = result
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
@@ -65,6 +71,14 @@ class LocalRunner:
             for t in tasks:
                 t.cancel()
         return [r for r in results if r is not None]
+
+    def _load(self, key: Any) -> dict[str, Any]:
+        """The key's memory; dropped first when ``short-term-memory.ttl`` has passed since
+        its last change (the same rule as the Flink host)."""
+        if self._ttl and time.monotonic() - self._touched.get(key, math.inf) > self._ttl:
+            self.memory.pop(key, None)
+            self._touched.pop(key, None)
+        return self.memory.get(key, {})
 
     def run(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
         """Blocking :meth:`run_async` (works also when called inside a running loop)."""
