@@ -269,3 +269,15 @@ def row_memory_agent(latency: float = 0.0) -> Agent:
     agent.add_action("answer", ChatResponseEvent, answer)
     _model(agent, latency, None)
     return agent
+
+
+def pause(event: InputEvent, ctx: RunnerContext) -> None:
+    """Blocks the operator for ``input["pause"]`` seconds (a synchronous action)."""
+    time.sleep(event.input.get("pause", 0))
+
+
+def ttl_agent() -> Agent:
+    """:func:`memory_agent` plus an action that can hold the operator up (for TTL tests)."""
+    agent = memory_agent()
+    agent.add_action("pause", InputEvent, pause)
+    return agent

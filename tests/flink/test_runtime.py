@@ -97,3 +97,21 @@ def _all_messages(exc: BaseException) -> str:
         parts.append(str(java.toString()))
         java = java.getCause()
     return json.dumps(parts)
+
+
+def test_short_term_memory_expires_after_its_ttl() -> None:
+    records = [
+        {"key": "a", "i": 0},
+        {"key": "a", "i": 1},
+        {"key": "b", "i": 0, "pause": 2.5},  # holds the operator longer than the TTL
+        {"key": "a", "i": 2},  # a's memory has expired: counting starts again
+        {"key": "a", "i": 3},
+    ]
+    env, agents_env = make_env(**{"short-term-memory.ttl": 1.5})
+    out = (
+        agents_env.from_datastream(source(env, records), lambda r: r["key"])
+        .apply(agents.ttl_agent())
+        .to_datastream()
+    )
+    counts = [(r["key"], r["count"]) for r in collect(out)]
+    assert counts == [("a", 1), ("a", 2), ("b", 1), ("a", 1), ("a", 2)], counts

@@ -128,16 +128,12 @@ class FlinkAgentBuilder(AgentBuilder):
                     for ref in main_refs
                 ]
             )
-        from flink_agents.runtime.java import check_java_resources, job_jars
+        from flink_agents.runtime.java import check_java_resources
 
-        # Java resources need thread mode and their classes in the job's jars: fail now,
-        # not on the TaskManager.
-        check_java_resources(
-            plan,
-            self._env.execution_mode(),
-            jars=job_jars(self._env.get_config()),
-            gateway=get_gateway(),
-        )
+        # Java resources need thread mode: fail now, not on the TaskManager. (A Java class
+        # missing from the jars is reported per call at run time, as a clear error the
+        # strategy handles, so one bad resource does not stop the others.)
+        check_java_resources(plan, self._env.execution_mode())
         self._plan = plan
         return self
 

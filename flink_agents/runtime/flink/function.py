@@ -2,8 +2,10 @@
 
 Keyed state of a key:
 
-- ``memory`` (``MapState`` path -> value): committed short-term memory, flattened;
-  optional TTL;
+- ``memory`` (``MapState`` path -> value): committed short-term memory, flattened. With
+  ``short-term-memory.ttl`` it expires as a whole that many seconds after the key's last
+  memory change (``memory-touched`` ``ValueState``; checked when the key's memory is next
+  loaded);
 - ``pending`` (``ListState``): inputs accepted and not committed yet, in arrival order
   (a restore re-runs exactly these);
 - ``durable`` (``MapState`` ``"<input id>/<call id>"`` -> record): durable calls of runs not
@@ -26,17 +28,17 @@ from __future__ import annotations
 
 import logging
 import pickle
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from pyflink.common import Time as _Time
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import (
     ListStateDescriptor,
     MapStateDescriptor,
-    StateTtlConfig,
+    ValueStateDescriptor,
 )
 from pyflink.datastream.time_domain import TimeDomain
 
@@ -95,16 +97,18 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._counter = 0
 
-        memory = MapStateDescriptor("fa-memory", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
-        ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
-        if ttl:
-            memory.enable_time_to_live(
-                StateTtlConfig.new_builder(_Time.milliseconds(int(ttl * 1000)))
-                .set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
-                .set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
-                .build()
-            )
-        self.memory = runtime_context.get_map_state(memory)
+        self.memory = runtime_context.get_map_state(
+            MapStateDescriptor("fa-memory", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
+        )
+        # Short-term memory TTL is ours, for the key's memory as a whole (Flink's per-entry
+        # state TTL would expire single paths, and did not expire entries in a test through
+        # PyFlink): the time of the key's last memory change, checked when memory is loaded.
+        self._ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        self.touched = (
+            runtime_context.get_state(ValueStateDescriptor("fa-memory-touched", Types.DOUBLE()))
+            if self._ttl
+            else None
+        )
         self.pending = runtime_context.get_list_state(
             ListStateDescriptor("fa-pending", Types.PICKLED_BYTE_ARRAY())
         )
@@ -142,8 +146,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             self.pending.add(item.to_state())
             self._enqueue(work, item)
             return
-        memory = {} if self._keyless else dict(self.memory.items())
-        work = KeyWork(key, memory, persist_memory=not self._keyless)
+        work = KeyWork(key, self._load_memory(), persist_memory=not self._keyless)
         work.queue.append(item)
         work.running = True
         if slot.start_and_settle(work):
@@ -167,6 +170,18 @@ class AgentProcessFunction(KeyedProcessFunction):
         elif started:
             slot.start(work)
 
+    def _load_memory(self) -> dict[str, Any]:
+        """The current key's committed memory; cleared first when its TTL has passed."""
+        if self._keyless:
+            return {}
+        if self.touched is not None:
+            last = self.touched.value()
+            if last is not None and time.time() - last > self._ttl:
+                self.memory.clear()
+                self.touched.clear()
+                return {}
+        return dict(self.memory.items())
+
     def _restored_pending(self) -> list[Item]:
         raw = self.pending.get()
         return [Item.from_state(r) for r in raw] if raw is not None else []
@@ -179,8 +194,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         for name, raw in self.durable.items():
             item_id, _, call_id = name.rpartition("/")
             durable.setdefault(item_id, {})[call_id] = pickle.loads(raw)
-        memory = {} if self._keyless else dict(self.memory.items())
-        work = KeyWork(key, memory, persist_memory=not self._keyless, durable=durable)
+        work = KeyWork(key, self._load_memory(), persist_memory=not self._keyless, durable=durable)
         work.stored = True
         work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
         for item_id, calls in durable.items():
@@ -262,6 +276,8 @@ class AgentProcessFunction(KeyedProcessFunction):
                     self.memory.remove(path)
                 for path, value in outcome.memory_updates.items():
                     self.memory.put(path, value)
+                if self.touched is not None and (outcome.memory_updates or outcome.memory_deletes):
+                    self.touched.update(time.time())
             for output in outcome.outputs:
                 yield (item.ts, output)
             committed.add(item.id)
