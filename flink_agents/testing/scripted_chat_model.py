@@ -130,9 +130,13 @@ class ScriptedChatModelConnection(BaseChatModelConnection):
         return float(self.latency)
 
     def _next(self, messages: Sequence[ChatMessage], tools: list[Tool] | None) -> ChatMessage:
-        with self._lock:
-            index = self._calls
-            self._calls += 1
+        # Private attributes through the dict: pydantic's attribute fallback is slow, and
+        # benchmarks use this model as a zero-cost stand-in.
+        private = self.__pydantic_private__
+        assert private is not None
+        with private["_lock"]:
+            index = private["_calls"]
+            private["_calls"] = index + 1
         with _COUNT_LOCK:
             self.call_counts[self.name] = self.call_counts.get(self.name, 0) + 1
             if self.count_file:
@@ -148,9 +152,9 @@ class ScriptedChatModelConnection(BaseChatModelConnection):
                 )
             return _as_message(self.replies[index % len(self.replies)])
         if self.respond is not None:
-            if self._respond is None:
-                self._respond = _resolve(self.respond)
-            return _as_message(self._respond(list(messages), tools or []))
+            if private["_respond"] is None:
+                private["_respond"] = _resolve(self.respond)
+            return _as_message(private["_respond"](list(messages), tools or []))
         last = messages[-1].content if messages else ""
         return ChatMessage(role=MessageRole.ASSISTANT, content=last)
 

@@ -15,7 +15,7 @@ import json
 import os
 import random
 from typing import Any, ClassVar
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +37,17 @@ def _new_id() -> UUID:
     if os.getpid() != _RANDOM_PID:
         _RANDOM.seed(os.urandom(32))
         _RANDOM_PID = os.getpid()
-    return UUID(int=_RANDOM.getrandbits(128), version=4)
+    # What UUID(int=..., version=4) does, without its argument checks (a hot path).
+    value = (_RANDOM.getrandbits(128) & _VERSION_MASK) | _VERSION_BITS
+    uid = object.__new__(UUID)
+    object.__setattr__(uid, "int", value)
+    object.__setattr__(uid, "is_safe", SafeUUID.unknown)
+    return uid
+
+
+# Version 4 and RFC 4122 variant bits, as uuid.UUID sets them.
+_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_VERSION_BITS = (4 << 76) | (0x8000 << 48)
 
 
 class Event(BaseModel):
