@@ -112,3 +112,25 @@ def test_every_example_says_what_it_shows_and_which_model(path):
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
     assert doc, f"{path.name} has no module docstring"
     assert "model" in doc.lower(), f"{path.name}: the docstring must say which model it uses"
+
+
+def test_workflow_agent_outputs_scores_and_reasons_with_memory_between_actions():
+    from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    for name, descriptor in workflow_single_agent.model_resources("scripted").items():
+        env.add_resource(name, descriptor)
+    reviews = workflow_single_agent.SAMPLE_REVIEWS
+    out = (
+        env.from_list([{"key": r.id, "value": r} for r in reviews])
+        .apply(workflow_single_agent.ReviewAnalysisAgent())
+        .to_list()
+    )
+    env.execute()
+    results = {key: value for item in out for key, value in item.items()}
+    Res = workflow_single_agent.ProductReviewAnalysisRes
+    assert results == {
+        "r1": Res(id="r1", score=5, reasons=[]),
+        "r2": Res(id="r2", score=1, reasons=["damaged in shipping"]),
+        "r3": Res(id="r3", score=3, reasons=["mixed experience"]),
+    }
