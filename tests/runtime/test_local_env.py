@@ -194,8 +194,9 @@ def test_plan_errors_surface_at_apply():
         env.from_list([1]).apply(agents.SelfAgent())
 
 
-def test_resources_are_created_once_per_runner():
-    plan = AgentPlan.from_agent(
+def _tool_agent_plan() -> AgentPlan:
+    """ToolAgent with a scripted model that calls the tool named in the input."""
+    return AgentPlan.from_agent(
         agents.ToolAgent(),
         resources={
             ResourceType.CHAT_MODEL_CONNECTION: {
@@ -211,6 +212,10 @@ def test_resources_are_created_once_per_runner():
             },
         },
     )
+
+
+def test_resources_are_created_once_per_runner():
+    plan = _tool_agent_plan()
     runner = LocalRunner(plan)
     runner.run([(f"k{i}", {"tool": "multiply", "args": {"a": 1, "b": i}}) for i in range(20)])
     created = runner.runner.resources.created
@@ -221,22 +226,7 @@ def test_resources_are_created_once_per_runner():
 
 
 def test_runner_runs_again_after_a_run_that_used_worker_threads():
-    plan = AgentPlan.from_agent(
-        agents.ToolAgent(),
-        resources={
-            ResourceType.CHAT_MODEL_CONNECTION: {
-                "conn": ResourceDescriptor(
-                    clazz=ScriptedChatModelConnection,
-                    respond="tests.runtime.agents:echo_tool_results",
-                )
-            },
-            ResourceType.CHAT_MODEL: {
-                "model": ResourceDescriptor(
-                    clazz=ScriptedChatModelSetup, connection="conn", tools=["multiply"]
-                )
-            },
-        },
-    )
+    plan = _tool_agent_plan()
     runner = LocalRunner(plan)
     value = {"tool": "multiply", "args": {"a": 2, "b": 3}}
     assert runner.run([("k", value)])[0].outputs == ["multiply[c1]=6"]
