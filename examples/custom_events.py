@@ -185,10 +185,4 @@ def main() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    # Run the importable copy (examples.custom_events), not this __main__ copy: the plan
-    # references actions by importable module name, and custom event classes defined in
-    # __main__ would get "__main__.PurchaseEvent" type strings that the actions of the
-    # importable copy never send.
-    from examples.custom_events import main as _main
-
-    _main()
+    main()
