@@ -72,6 +72,17 @@ class RunResult:
     errors: list[ErrorEvent] = field(default_factory=list)
     events: int = 0
 
+    def applied_to(self, memory: dict[str, Any]) -> dict[str, Any]:
+        """``memory`` (flattened) after this run's changes: a new dict, or ``memory``
+        itself when the run changed nothing."""
+        if not self.memory_updates and not self.memory_deletes:
+            return memory
+        updated = dict(memory)
+        for path in self.memory_deletes:
+            updated.pop(path, None)
+        updated.update(self.memory_updates)
+        return updated
+
 
 class _Run:
     """State of one run (private to the core)."""

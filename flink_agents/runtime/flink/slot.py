@@ -154,17 +154,6 @@ class KeyWork:
             ]
 
 
-def apply_memory(memory: dict[str, Any], result: RunResult) -> dict[str, Any]:
-    """The memory after ``result``'s changes (a new dict; ``memory`` is left alone)."""
-    if not result.memory_updates and not result.memory_deletes:
-        return memory
-    updated = dict(memory)
-    for path in result.memory_deletes:
-        updated.pop(path, None)
-    updated.update(result.memory_updates)
-    return updated
-
-
 class SlotRuntime:
     """Loop thread, runner and in-flight gate of one operator instance.
 
@@ -307,7 +296,7 @@ class SlotRuntime:
                 with work.lock:
                     if isinstance(outcome, RunResult):
                         if work.persist_memory:
-                            work.memory = apply_memory(memory, outcome)
+                            work.memory = outcome.applied_to(memory)
                     else:
                         work.failed = True
                     work.results.append((item, outcome))

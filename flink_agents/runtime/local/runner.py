@@ -56,11 +56,7 @@ class LocalRunner:
                     memory = self._load(key)
                     result = await self.runner.run(key, records[index][1], memory=memory)
                     if result.memory_updates or result.memory_deletes:
-                        updated = dict(memory)
-                        for path in result.memory_deletes:
-                            updated.pop(path, None)
-                        updated.update(result.memory_updates)
-                        self.memory[key] = updated
+                        self.memory[key] = result.applied_to(memory)
                         self._touched[key] = time.monotonic()
                     results[index] = result
 
