@@ -6,7 +6,8 @@
 #
 # Output: flink_agents/runtime/java/lib/flink-agents-bridge.jar (shipped inside the Python
 # package). Compiles for Java 11 against the jars of the installed apache-flink wheel
-# (pyflink/lib/*, pyflink/opt/*) when it is importable; the bridge itself needs only the JDK.
+# (pyflink/lib/*, pyflink/opt/*); the bridge needs only the JDK, the Flink operators in
+# org.flinkagents.flink need those jars.
 # PYTHON selects the interpreter used to find pyflink (default: ../.venv/bin/python, python3).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,6 +25,10 @@ classpath=""
 pyflink_dir="$("$python" -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))' 2>/dev/null || true)"
 if [[ -n "$pyflink_dir" && -d "$pyflink_dir/lib" ]]; then
     classpath="$pyflink_dir/lib/*:$pyflink_dir/opt/*"
+else
+    echo "java-bridge: $python cannot import pyflink (pip install apache-flink): its jars are" \
+        "needed to compile org.flinkagents.flink" >&2
+    exit 1
 fi
 
 rm -rf "$build"

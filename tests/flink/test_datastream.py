@@ -77,3 +77,29 @@ def test_per_key_order_and_memory_under_concurrency_with_timestamps() -> None:
     for r in results:
         v = r["value"]
         assert r["ts"] == 1_000 * v["i"] + int(v["key"][1:])
+
+
+@pytest.mark.parametrize("java_operator", [True, False], ids=["java-operator", "python-fallback"])
+@pytest.mark.parametrize("latency", [0.0, 0.02], ids=["sync", "async"])
+def test_output_timestamps_follow_inputs(monkeypatch, java_operator: bool, latency: float) -> None:
+    """Outputs emitted at once and outputs emitted from timers both get their input's
+    timestamp, or none when the input had none; with or without the bridge jar."""
+    if not java_operator:
+        import flink_agents.runtime.java as java
+
+        monkeypatch.setattr(java, "bridge_jars", lambda: [])
+    timed = [{"key": f"t{i % 3}", "i": i, "ts": 5_000 + i} for i in range(12)]
+    untimed = [{"key": f"u{i % 3}", "i": 100 + i} for i in range(12)]
+    env, agents_env = make_env()
+    inputs = with_timestamps(source(env, timed)).union(source(env, untimed))
+    out = (
+        agents_env.from_datastream(inputs, lambda r: r["key"])
+        .apply(agents.memory_agent(latency=latency))
+        .to_datastream()
+    )
+    results = collect(stamped(out))
+    # Long.MIN_VALUE is Flink's "no timestamp" (what a Python timestamp assigner can say).
+    none = {None, -(2**63)}
+    assert sorted((r["value"]["i"], None if r["ts"] in none else r["ts"]) for r in results) == [
+        (i, 5_000 + i) for i in range(12)
+    ] + [(100 + i, None) for i in range(12)]

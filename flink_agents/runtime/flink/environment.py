@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyflink.common import Row, WatermarkStrategy
-from pyflink.common.typeinfo import RowTypeInfo, TypeInformation, Types
+from pyflink.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, Types
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import DataStream, KeySelector, StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
@@ -27,7 +27,11 @@ from flink_agents.api.agents.agent import Agent
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
-from flink_agents.runtime.flink.function import AgentProcessFunction
+from flink_agents.runtime.flink.function import (
+    KEEP_TIMESTAMP,
+    NO_TIMESTAMP,
+    AgentProcessFunction,
+)
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -37,12 +41,21 @@ EXECUTION_MODE = "python.execution-mode"
 PYTHONPATH = "python.pythonpath"
 
 
+#: The Java operator that unwraps the function's pairs and puts timestamps back (bridge jar).
+_TIMESTAMP_OPERATOR = "org.flinkagents.flink.CarriedTimestampOperator"
+#: Output type of the function's ``(timestamp code, output)`` pairs for the Java operator.
+_PAIR_TYPE = Types.TUPLE([Types.LONG(), Types.PICKLED_BYTE_ARRAY()])
+
+
 class _CarriedTimestamp(TimestampAssigner):
-    """Puts the input's timestamp (carried in the pair) back on the output record."""
+    """Fallback without the bridge jar: puts the input's timestamp (carried in the pair)
+    back on the output record."""
 
     def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
         ts = value[0]
-        return ts if ts is not None else record_timestamp
+        if ts == KEEP_TIMESTAMP:
+            return record_timestamp
+        return KEEP_TIMESTAMP if ts == NO_TIMESTAMP else ts  # Long.MIN_VALUE: no timestamp
 
 
 class _RoundRobinKey(KeySelector):
@@ -137,8 +150,8 @@ class FlinkAgentBuilder(AgentBuilder):
         self._plan = plan
         return self
 
-    def _pairs(self) -> DataStream:
-        """The function's output: ``(input timestamp, output)`` pairs."""
+    def _pairs(self, output_type: TypeInformation) -> DataStream:
+        """The function's output: ``(input timestamp code, output)`` pairs."""
         plan = self.plan
         self._env.configure_workers()
         keyless = self._key_selector is None
@@ -157,9 +170,22 @@ class FlinkAgentBuilder(AgentBuilder):
         function = AgentProcessFunction(plan.model_dump_json(), plan.secrets, keyless=keyless)
         return (
             self._stream.key_by(selector)
-            .process(function, output_type=Types.PICKLED_BYTE_ARRAY())
+            .process(function, output_type=output_type)
             .name("flink-agents")
         )
+
+    def _timestamp_operator(self, carry: bool) -> Any:
+        """The Java operator that unwraps the pairs, or None without the bridge jar."""
+        from flink_agents.runtime.java import bridge_jars
+
+        if not bridge_jars():
+            log.warning(
+                "the flink-agents bridge jar is missing (build it with `make java`): outputs "
+                "go through two Python operators instead of one Java operator"
+            )
+            return None
+        self._env.configure_workers()  # adds the jar to the client's classloader
+        return get_gateway().jvm.org.flinkagents.flink.CarriedTimestampOperator(carry)
 
     def to_datastream(
         self, output_type: TypeInformation | None = None, *, carry_timestamps: bool = True
@@ -176,7 +202,23 @@ class FlinkAgentBuilder(AgentBuilder):
         """
         if self._output is not None:
             return self._output
-        pairs = self._pairs()
+        operator = self._timestamp_operator(carry_timestamps)
+        if operator is not None:
+            # One Java operator, chained to the function, unwraps the pairs.
+            pairs = self._pairs(_PAIR_TYPE)
+            pickled = Types.PICKLED_BYTE_ARRAY()
+            outputs = DataStream(
+                pairs._j_data_stream.transform(
+                    "flink-agents-output", pickled.get_java_type_info(), operator
+                )
+            )
+            if isinstance(output_type, RowTypeInfo):
+                outputs = outputs.map(_to_row(output_type), output_type=output_type)
+            elif output_type is not None and not isinstance(output_type, PickledBytesTypeInfo):
+                outputs = outputs.map(lambda out: out, output_type=output_type)
+            self._output = outputs
+            return outputs
+        pairs = self._pairs(Types.PICKLED_BYTE_ARRAY())
         if carry_timestamps:
             pairs = pairs.assign_timestamps_and_watermarks(
                 WatermarkStrategy.no_watermarks().with_timestamp_assigner(_CarriedTimestamp())

@@ -20,8 +20,11 @@ collects finished results, emits them in input order and commits them. At the en
 bounded input pending processing-time timers are dropped, but the watermark jumps to MAX
 and fires the drain timer, which waits for the key's work and commits all of it.
 
-Outputs are emitted as ``(timestamp, output)`` so the input's timestamp can be put back on
-the output downstream (outputs from the drain timer would otherwise carry Long.MAX_VALUE).
+Outputs are emitted as ``(timestamp code, output)`` pairs so the input's timestamp can be
+put back on the output downstream (outputs from timers would otherwise carry no timestamp or
+the drain timer's): :data:`KEEP_TIMESTAMP` for outputs emitted while their input is processed
+(Flink already gave them its timestamp; reading it costs a call per record),
+:data:`NO_TIMESTAMP` for an input without one, else the input's timestamp.
 """
 
 from __future__ import annotations
@@ -53,13 +56,43 @@ log = logging.getLogger("flink_agents.runtime.flink")
 #: of a bounded input.
 DRAIN_TIME = 2**62
 
+#: Timestamp codes of the output pairs (see the Java ``CarriedTimestampOperator``).
+KEEP_TIMESTAMP = -(2**63)
+NO_TIMESTAMP = KEEP_TIMESTAMP + 1
+
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
 _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
 
 
+def _timestamp(ctx: KeyedProcessFunction.Context) -> int:
+    ts = ctx.timestamp()
+    # Flink says "no timestamp" with None or Long.MIN_VALUE (after a Python operator).
+    return NO_TIMESTAMP if ts is None or ts == KEEP_TIMESTAMP else ts
+
+
+def _may_hold_pending(runtime_context: RuntimeContext) -> bool:
+    """False when no key has pending inputs in keyed state (a fresh start, or a restore from
+    a checkpoint without any); True when some may.
+
+    Thread mode asks the Java keyed state backend for the keys of ``fa-pending`` (PyFlink
+    internals, so any failure answers True); process mode cannot ask and answers True.
+    """
+    try:
+        from pyflink.fn_execution.embedded.state_impl import JVoidNamespace_INSTANCE
+
+        backend = runtime_context._keyed_state_backend._keyed_state_backend  # type: ignore[attr-defined]
+        keys = backend.getKeys("fa-pending", JVoidNamespace_INSTANCE)
+        try:
+            return bool(keys.findAny().isPresent())
+        finally:
+            keys.close()
+    except Exception:  # noqa: BLE001 - not thread mode, or PyFlink changed: check per record
+        return True
+
+
 class AgentProcessFunction(KeyedProcessFunction):
-    """Runs ``plan_json`` per key; emits ``(input timestamp, output)`` pairs.
+    """Runs ``plan_json`` per key; emits ``(timestamp code, output)`` pairs.
 
     Args:
         plan_json: the plan as JSON (what travels to the task side).
@@ -89,10 +122,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.slot = SlotRuntime(plan)
         # Java resources: bind the pemja bridge to this job's classloader. Must run on the
         # operator thread (pemja's findClass fails on other Python threads); a no-op in
-        # process mode and for plans without Java resources.
-        from flink_agents.runtime.java import init_java_bridge
+        # process mode. Plans without Java resources do not need the bridge jar.
+        from flink_agents.runtime.java import init_java_bridge, java_resources
 
-        init_java_bridge(self.slot.runner.resources)
+        if java_resources(plan):
+            init_java_bridge(self.slot.runner.resources)
         self._active = {}
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._counter = 0
@@ -115,6 +149,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.durable = runtime_context.get_map_state(
             MapStateDescriptor("fa-durable", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
         )
+        # Whether a new input must look for inputs left in pending state by a restore: a
+        # state read per record, skipped when keyed state certainly holds none.
+        self._check_restored = _may_hold_pending(runtime_context)
+        if self._check_restored:
+            log.info("keyed state may hold pending inputs from before a restore")
 
     def close(self) -> None:
         # Not a shutdown: in thread mode close() comes before the last timers fire, so the
@@ -131,17 +170,19 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot = self.slot
         assert slot is not None
         key = ctx.get_current_key()
-        item = Item(self._next_id(), ctx.timestamp(), value)
+        item = Item(self._next_id(), KEEP_TIMESTAMP, value)
         slot.acquire()
         work = self._active.get(key)
         if work is not None:
+            item.ts = _timestamp(ctx)
             self.pending.add(item.to_state())
             self._enqueue(work, item)
             self._arm(work, ctx)
             return
-        restored = self._restored_pending()
+        restored = self._restored_pending() if self._check_restored else None
         if restored:
             # Inputs left from before a restore: they go first, in their order.
+            item.ts = _timestamp(ctx)
             work = self._resume(key, restored, ctx)
             self.pending.add(item.to_state())
             self._enqueue(work, item)
@@ -155,6 +196,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             return
         slot.stats["async"] += 1
         self._active[key] = work
+        item.ts = _timestamp(ctx)  # before any timer can emit the item's outputs
         self.pending.add(item.to_state())
         work.stored = True
         self._arm(work, ctx)

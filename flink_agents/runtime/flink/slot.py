@@ -47,15 +47,16 @@ class Item:
 
     Attributes:
         id: unique id, names the input's durable records in keyed state.
-        ts: the input's timestamp (None when the stream has none); carried to its outputs.
+        ts: timestamp code carried to the input's outputs (see ``function.KEEP_TIMESTAMP``):
+            the input's timestamp once it is known to be needed.
         value: the input record.
     """
 
     id: str
-    ts: int | None
+    ts: int
     value: Any
 
-    def to_state(self) -> tuple[str, int | None, Any]:
+    def to_state(self) -> tuple[str, int, Any]:
         """The form stored in the pending-inputs ``ListState``."""
         return (self.id, self.ts, self.value)
 
