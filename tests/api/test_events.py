@@ -40,6 +40,22 @@ def test_ids_are_unique_and_extra_fields_are_kept():
     assert isinstance(again, OutputEvent) and again.note == "extra field" and again.id == e.id
 
 
+def test_forked_child_does_not_repeat_parent_ids():
+    """Ids come from a seeded generator: a forked child must reseed, not replay the parent."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: send its next id and leave at once
+        os.write(write, str(InputEvent(input=1).id).encode())
+        os._exit(0)
+    os.close(write)
+    parent_id = str(InputEvent(input=1).id)
+    os.waitpid(pid, 0)
+    child_id = os.read(read, 100).decode()
+    os.close(read)
+    assert uuid.UUID(child_id).version == 4
+    assert child_id != parent_id
+
+
 def test_json_round_trip_of_every_kind_matches_golden():
     events = [
         InputEvent(id=FIXED, input={"a": [1, 2]}),

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 _REGISTRY: dict[str, type[Event]] = {}
 
 _RANDOM = random.Random()
-_RANDOM_PID = os.getpid()
+# A forked child must not repeat its parent's ids (os.getpid() per id would cost a syscall).
+os.register_at_fork(after_in_child=lambda: _RANDOM.seed(os.urandom(32)))
 
 
 def _new_id() -> UUID:
@@ -33,10 +34,6 @@ def _new_id() -> UUID:
     need uniqueness, not secrecy: a Mersenne Twister seeded from ``os.urandom`` (reseeded
     in a forked child) gives 122 random bits in ~1 us.
     """
-    global _RANDOM_PID
-    if os.getpid() != _RANDOM_PID:
-        _RANDOM.seed(os.urandom(32))
-        _RANDOM_PID = os.getpid()
     # What UUID(int=..., version=4) does, without its argument checks (a hot path).
     value = (_RANDOM.getrandbits(128) & _VERSION_MASK) | _VERSION_BITS
     uid = object.__new__(UUID)
