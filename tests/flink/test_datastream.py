@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
+from pyflink.common import Duration, Time, Types, WatermarkStrategy
+from pyflink.datastream.functions import ProcessWindowFunction
+from pyflink.datastream.window import TumblingEventTimeWindows
 
 from tests.flink import agents
 from tests.flink.harness import collect, local_outputs, make_env, source, stamped, with_timestamps
@@ -103,3 +108,33 @@ def test_output_timestamps_follow_inputs(monkeypatch, java_operator: bool, laten
     assert sorted((r["value"]["i"], None if r["ts"] in none else r["ts"]) for r in results) == [
         (i, 5_000 + i) for i in range(12)
     ] + [(100 + i, None) for i in range(12)]
+
+
+class _CountWindow(ProcessWindowFunction):
+    def process(self, key: str, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+        yield (context.window().start, sorted(e["i"] for e in elements))
+
+
+def test_watermarks_of_your_own_after_the_agent_window_outputs_by_input_time() -> None:
+    """What the README advises for event-time windows after the agent on an unbounded
+    stream: a watermark strategy on the outputs, using the carried record timestamps."""
+    records = [{"key": f"k{i % 3}", "i": i, "ts": 1_000 * i} for i in range(12)]
+    env, agents_env = make_env()
+    out = (
+        agents_env.from_datastream(with_timestamps(source(env, records)), lambda r: r["key"])
+        .apply(agents.memory_agent(latency=[0.0, 0.05]))
+        .to_datastream()
+    )
+    windows = (
+        out.assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))
+        )
+        .key_by(lambda o: "all", key_type=Types.STRING())
+        .window(TumblingEventTimeWindows.of(Time.seconds(4)))
+        .process(_CountWindow(), output_type=Types.PICKLED_BYTE_ARRAY())
+    )
+    assert sorted(collect(windows)) == [
+        (0, [0, 1, 2, 3]),
+        (4_000, [4, 5, 6, 7]),
+        (8_000, [8, 9, 10, 11]),
+    ]
