@@ -1,5 +1,6 @@
 """DataStream in and out on a real MiniCluster: same outputs as the local environment,
-per-key order and memory under concurrency, timestamps carried, keyless input."""
+per-key order and memory under concurrency, timestamps carried, keyless input, one execution
+mode for all the job's Python operators."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from pyflink.datastream.functions import ProcessWindowFunction
 from pyflink.datastream.window import TumblingEventTimeWindows
 
 from tests.flink import agents
-from tests.flink.harness import collect, local_outputs, make_env, source, stamped, with_timestamps
+from tests.flink.harness import (
+    MODE,
+    collect,
+    local_outputs,
+    make_env,
+    source,
+    stamped,
+    with_timestamps,
+)
 
 pytestmark = pytest.mark.flink
 
@@ -138,3 +147,28 @@ def test_watermarks_of_your_own_after_the_agent_window_outputs_by_input_time() -
         (4_000, [4, 5, 6, 7]),
         (8_000, [8, 9, 10, 11]),
     ]
+
+
+def test_python_operators_built_on_the_env_share_the_agents_execution_mode() -> None:
+    # PyFlink fixes an operator's mode when it is created. The map in source() is built
+    # before from_datastream: it used to stay in process mode next to a thread-mode agent,
+    # and that process-mode (Beam) runner could take the TaskManager down when a failover
+    # cancelled it (test_recovery: no slot left for the restart).
+    env, agents_env = make_env()
+    out = (
+        agents_env.from_datastream(source(env, [{"key": "k", "i": 0}]), lambda r: r["key"])
+        .apply(agents.memory_agent())
+        .to_datastream()
+    )
+    out.map(lambda o: o)
+    graph = env._j_stream_execution_environment.getStreamGraph(False)
+    python_operators = {}
+    for node in graph.getStreamNodes().toArray():
+        factory = node.getOperatorFactory()
+        if factory.getClass().getSimpleName() == "SimpleOperatorFactory":
+            name = factory.getOperator().getClass().getSimpleName()
+            if "Python" in name:
+                python_operators[node.getId()] = name
+    assert len(python_operators) >= 4, python_operators  # source map, key, agent, output
+    prefix = "Embedded" if MODE == "thread" else "External"
+    assert all(name.startswith(prefix) for name in python_operators.values()), python_operators

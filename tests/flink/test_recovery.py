@@ -36,10 +36,16 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", "3")
     conf.set_string("restart-strategy.fixed-delay.delay", "2 s")
-    # A spare slot: once in about five loaded runs the failed attempt's slot was not freed in
-    # time and the restart waited for it (NoResourceAvailableException after 5 minutes).
-    # That is a known, undiagnosed issue of the failover path, kept out of this test's way.
-    conf.set_string("taskmanager.numberOfTaskSlots", "2")
+    # One slot: the restart must get the failed attempt's slot back.
+    conf.set_string("taskmanager.numberOfTaskSlots", "1")
+    if MODE == "process":
+        # PyFlink's process-mode (Beam) operators can take their TaskManager down when a
+        # failover cancels them in the middle of a bundle: the flush thread and close() both
+        # release the shared Beam environment ("Reference count must not be negative", a
+        # fatal error; about 1 run in 15 here) and the restart finds no slot. Not ours to fix;
+        # a second TaskManager gives the restart somewhere to go. (Thread mode has no Beam
+        # operator: the whole job runs embedded.)
+        conf.set_string("minicluster.number-of-taskmanagers", "2")
     # Small bundles: checkpoint barriers wait for the Python operators' open bundles.
     conf.set_string("python.fn-execution.bundle.size", "10")
     conf.set_string("python.fn-execution.bundle.time", "50")

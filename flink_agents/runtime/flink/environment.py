@@ -261,6 +261,13 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self._env = env
         self._t_env = t_env
         self._jars_added = False
+        # PyFlink fixes a Python operator's execution mode when the operator is created:
+        # set it now, so that operators built on ``env`` from here on (e.g. a map before
+        # ``from_datastream``) run in the agents' mode too instead of in PyFlink's default
+        # process mode. A job mixing the modes also carries PyFlink's process-mode runner,
+        # whose cancellation in a failover can race with its own bundle flush and take the
+        # TaskManager down (MiniCluster: no slot left for the restart).
+        self._configure_python()
 
     @property
     def env(self) -> StreamExecutionEnvironment:
@@ -305,6 +312,11 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
     # -- worker setup ----------------------------------------------------------------------------
     def configure_workers(self) -> None:
         """Make the Python workers find this interpreter, its packages and the jars."""
+        self._configure_python()
+        self._add_jars()
+
+    def _configure_python(self) -> None:
+        """The execution mode, interpreter and path of the job's Python operators."""
         gateway = get_gateway()
         conf = gateway.jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
             self._env._j_stream_execution_environment
@@ -321,7 +333,6 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
                 p for p in paths if p not in existing.split(os.pathsep)
             ]
         conf.setString(PYTHONPATH, os.pathsep.join(paths))
-        self._add_jars()
 
     def execution_mode(self) -> str:
         """``python.execution-mode`` the job will use: the agents config, else the Flink
