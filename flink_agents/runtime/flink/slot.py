@@ -175,7 +175,7 @@ class SlotRuntime:
         # asyncio.to_thread (used by resources) goes to the loop's default executor.
         self.loop.set_default_executor(self.executor)
         self._thread = threading.Thread(
-            target=self.loop.run_forever, name="flink-agents-loop", daemon=True
+            target=self._run_loop, name="flink-agents-loop", daemon=True
         )
         self._thread.start()
         self._cond = threading.Condition()
@@ -322,6 +322,18 @@ class SlotRuntime:
             idle = self._running_chains == 0
         if idle:
             self.loop.call_soon_threadsafe(self._shutdown)
+
+    def _run_loop(self) -> None:
+        try:
+            self.loop.run_forever()
+        finally:
+            # The slot has shut down: free the call threads and the loop's selector (a task
+            # that fails over makes a new slot; the old one must not leak them).
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            try:
+                self.loop.close()
+            except Exception:  # nothing left to do with a broken loop
+                log.exception("closing the flink-agents slot loop failed")
 
     def _shutdown(self) -> None:
         if self._closed:
