@@ -6,7 +6,9 @@
 #
 # Output: flink_agents/runtime/java/lib/flink-agents-bridge.jar (shipped inside the Python
 # package). Compiles for Java 11 against the jars of the installed apache-flink wheel
-# (pyflink/lib/*, pyflink/opt/*) when it is importable; the bridge itself needs only the JDK.
+# (pyflink/lib/*, pyflink/opt/*) when it is importable; the bridge itself needs only the JDK,
+# the Flink operator (src/main/java/org/flinkagents/flink) needs those jars and is left out
+# without them (the Python side then falls back to PyFlink's own operator).
 # PYTHON selects the interpreter used to find pyflink (default: ../.venv/bin/python, python3).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -28,7 +30,13 @@ fi
 
 rm -rf "$build"
 mkdir -p "$build/classes" "$build/test-classes" "$(dirname "$out_jar")"
-find "$here/src/main/java" -name '*.java' > "$build/sources.txt"
+if [[ -n "$classpath" ]]; then
+    find "$here/src/main/java" -name '*.java' > "$build/sources.txt"
+else
+    echo "pyflink not found: building the bridge without the Flink operator" >&2
+    find "$here/src/main/java" -name '*.java' -not -path '*/org/flinkagents/flink/*' \
+        > "$build/sources.txt"
+fi
 javac --release 11 -encoding UTF-8 -Xlint:all,-try,-path -Werror ${classpath:+-cp "$classpath"} \
     -d "$build/classes" @"$build/sources.txt"
 
