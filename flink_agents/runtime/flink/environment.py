@@ -7,6 +7,12 @@ is the plan's JSON (plus its secrets, pickled with the function, never in the JS
 The environment also sets up the Python workers, which must find this venv:
 ``python.executable`` and, for thread mode, ``python.pythonpath``; and the execution mode,
 ``thread`` unless the agents configuration or the Flink configuration says otherwise.
+
+In thread mode the function runs in :data:`BARRIER_OPERATOR` (from the bridge jar) instead of
+PyFlink's ``EmbeddedPythonKeyedProcessOperator``: the same operator plus a call into the
+function right before each checkpoint barrier, which saves durable call records (see
+:mod:`flink_agents.runtime.flink.function`). Without that class (bridge jar not built) the
+environment warns once and uses PyFlink's operator.
 """
 
 from __future__ import annotations
@@ -20,7 +26,13 @@ from typing import Any
 from pyflink.common import Row, WatermarkStrategy
 from pyflink.common.typeinfo import RowTypeInfo, TypeInformation, Types
 from pyflink.common.watermark_strategy import TimestampAssigner
-from pyflink.datastream import DataStream, KeySelector, StreamExecutionEnvironment
+from pyflink.datastream import (
+    DataStream,
+    KeyedProcessFunction,
+    KeyedStream,
+    KeySelector,
+    StreamExecutionEnvironment,
+)
 from pyflink.java_gateway import get_gateway
 
 from flink_agents.api.agents.agent import Agent
@@ -30,6 +42,13 @@ from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink.function import AgentProcessFunction
 
 log = logging.getLogger("flink_agents.runtime.flink")
+
+#: The thread-mode keyed process operator with the checkpoint-barrier hook (bridge jar).
+BARRIER_OPERATOR = "org.flinkagents.flink.AgentKeyedProcessOperator"
+_EMBEDDED_OPERATOR = (
+    "org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKeyedProcessOperator"
+)
+_warned_no_barrier_operator = False
 
 #: Agents-config key (and Flink option) choosing PyFlink's Python execution mode.
 EXECUTION_MODE = "python.execution-mode"
@@ -70,6 +89,55 @@ class _UserKey(KeySelector):
 
     def get_key(self, value: Any) -> Any:
         return self._func(value)
+
+
+def _barrier_operator_available() -> bool:
+    """Whether the client can load :data:`BARRIER_OPERATOR` (the job's jars are added to the
+    py4j context class loader by ``env.add_jars``); warns once when it cannot."""
+    global _warned_no_barrier_operator
+    from pyflink.util.java_utils import load_java_class
+
+    try:
+        load_java_class(BARRIER_OPERATOR)
+        return True
+    except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
+        if not _warned_no_barrier_operator:
+            _warned_no_barrier_operator = True
+            log.warning(
+                "%s is not in the job's jars (build the bridge jar: `make java`): using "
+                "PyFlink's operator, which saves durable call records only at timers, so a "
+                "restore may repeat calls completed shortly before the checkpoint (%s)",
+                BARRIER_OPERATOR,
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            )
+        return False
+
+
+def keyed_process(
+    keyed: KeyedStream, function: KeyedProcessFunction, output_type: TypeInformation, mode: str
+) -> DataStream:
+    """``keyed.process(function, output_type)``; in thread mode in :data:`BARRIER_OPERATOR`
+    when it is available (what ``KeyedStream.process`` does, with our operator class)."""
+    if mode != "thread" or not _barrier_operator_available():
+        return keyed.process(function, output_type=output_type)
+    from pyflink.datastream.data_stream import _get_one_input_stream_operator
+    from pyflink.fn_execution.flink_fn_execution_pb2 import UserDefinedDataStreamFunction
+
+    j_plain, j_output_type = _get_one_input_stream_operator(
+        keyed,
+        function,
+        UserDefinedDataStreamFunction.KEYED_PROCESS,  # type: ignore[attr-defined]
+        output_type,
+    )
+    j_operator = j_plain
+    if j_plain.getClass().getName() == _EMBEDDED_OPERATOR:
+        j_input_type = keyed._j_data_stream.getTransformation().getOutputType()
+        j_operator = get_gateway().jvm.org.flinkagents.flink.AgentKeyedProcessOperator(
+            j_plain.getConfiguration(), j_plain.getPythonFunctionInfo(), j_input_type, j_output_type
+        )
+    else:  # PyFlink chose another operator than expected: keep it
+        log.warning("unexpected keyed process operator %s: no barrier hook", j_plain.getClass())
+    return DataStream(keyed._j_data_stream.transform("KEYED PROCESS", j_output_type, j_operator))
 
 
 def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:
@@ -155,11 +223,10 @@ class FlinkAgentBuilder(AgentBuilder):
                 f"{type(self._key_selector).__name__}"
             )
         function = AgentProcessFunction(plan.model_dump_json(), plan.secrets, keyless=keyless)
-        return (
-            self._stream.key_by(selector)
-            .process(function, output_type=Types.PICKLED_BYTE_ARRAY())
-            .name("flink-agents")
-        )
+        keyed = self._stream.key_by(selector)
+        return keyed_process(
+            keyed, function, Types.PICKLED_BYTE_ARRAY(), self._env.execution_mode()
+        ).name("flink-agents")
 
     def to_datastream(
         self, output_type: TypeInformation | None = None, *, carry_timestamps: bool = True

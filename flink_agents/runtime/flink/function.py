@@ -22,12 +22,35 @@ and fires the drain timer, which waits for the key's work and commits all of it.
 
 Outputs are emitted as ``(timestamp, output)`` so the input's timestamp can be put back on
 the output downstream (outputs from the drain timer would otherwise carry Long.MAX_VALUE).
+
+When durable records are saved: a durable call completes on the slot's loop thread
+(:meth:`~flink_agents.runtime.flink.slot.KeyWork.record`), where no keyed state may be
+written, and PyFlink lets a function write only the state of the current key, from
+``process_element`` / ``on_timer``. So records are written to ``durable``
+
+- right before every checkpoint barrier, for every key with work in flight, including runs
+  that finished but are not committed yet (:meth:`AgentProcessFunction.before_barrier`):
+  thread mode, where the environment runs the function in the Java operator
+  ``org.flinkagents.flink.AgentKeyedProcessOperator`` (from the bridge jar), whose
+  ``prepareSnapshotPreBarrier`` calls the hook that :func:`claim_barrier_hook` hands it. The
+  hook switches the Java keyed state backend to each key (the key object is taken from the
+  backend when the key first waits: nothing is added to the synchronous path) and back. A
+  checkpoint therefore holds every call completed before its barrier, and a restore from
+  it repeats only calls completed after the barrier (or still running);
+- at each processing-time timer of the key while its run is in progress (both modes). This
+  is all process mode has: its operator runs no Python at a barrier unless the current
+  bundle has elements, so a call completed after the key's last timer before a checkpoint
+  is repeated after a restore from it. The same holds in thread mode when the bridge jar or
+  its operator class is missing (the environment warns and uses PyFlink's operator).
+
+Runs that complete without waiting are committed at once and need no record.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -57,6 +80,64 @@ DRAIN_TIME = 2**62
 _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
 
+#: The function opened last on each thread (thread mode) and not bound to a barrier hook yet,
+#: by thread id. One per thread: a keyed function heads its operator, so an operator never
+#: holds two; an entry left by PyFlink's plain operator is replaced by the next open().
+_UNCLAIMED: dict[int, AgentProcessFunction] = {}
+_UNCLAIMED_LOCK = threading.Lock()
+
+
+class BarrierHook:
+    """What the thread-mode operator calls right before each checkpoint barrier."""
+
+    def __init__(self, function: AgentProcessFunction | None) -> None:
+        self._function = function
+        self._failed = False
+
+    def before_barrier(self, checkpoint_id: int) -> None:
+        """Save the function's durable records (:meth:`AgentProcessFunction.before_barrier`).
+
+        An error is logged, not raised: it would fail the checkpoint and the task, and the
+        records are still saved at the keys' timers (what process mode has).
+        """
+        if self._function is None:
+            return
+        try:
+            self._function.before_barrier(checkpoint_id)
+        except Exception:
+            log.log(
+                logging.DEBUG if self._failed else logging.ERROR,
+                "saving durable call records before the barrier of checkpoint %d failed; "
+                "they are saved at the keys' timers",
+                checkpoint_id,
+                exc_info=True,
+            )
+            self._failed = True
+
+
+def claim_barrier_hook() -> BarrierHook:
+    """The checkpoint-barrier hook of the function opened last on this thread.
+
+    Called by the Java operator ``org.flinkagents.flink.AgentKeyedProcessOperator`` (thread
+    mode) in its Python interpreter right after the function's ``open()``, on the same
+    thread. The operator calls the hook's ``before_barrier(checkpoint_id)`` in
+    ``prepareSnapshotPreBarrier``, on the task thread.
+    """
+    with _UNCLAIMED_LOCK:
+        function = _UNCLAIMED.pop(threading.get_ident(), None)
+    if function is None:
+        log.warning("no flink-agents function was opened on this thread: no barrier hook")
+    else:
+        function.barrier_hook = True
+    return BarrierHook(function)
+
+
+def _java_keyed_state_backend(runtime_context: RuntimeContext) -> Any:
+    """Thread mode: the Java ``KeyedStateBackend`` behind the function's keyed state (PyFlink
+    internals: ``fn_execution.embedded.state_impl.KeyedStateBackend``); None otherwise."""
+    backend = getattr(runtime_context, "_keyed_state_backend", None)
+    return getattr(backend, "_keyed_state_backend", None)
+
 
 class AgentProcessFunction(KeyedProcessFunction):
     """Runs ``plan_json`` per key; emits ``(input timestamp, output)`` pairs.
@@ -75,11 +156,16 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._keyless = keyless
         self.slot: SlotRuntime | None = None
         self._active: dict[Any, KeyWork] = {}
+        self._j_backend: Any = None
+        #: True once the operator calls :meth:`before_barrier` (see claim_barrier_hook).
+        self.barrier_hook = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["slot"] = None
         state["_active"] = {}
+        state["_j_backend"] = None
+        state["barrier_hook"] = False
         return state
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -115,10 +201,20 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.durable = runtime_context.get_map_state(
             MapStateDescriptor("fa-durable", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
         )
+        self.barrier_hook = False
+        self._j_backend = _java_keyed_state_backend(runtime_context)
+        if self._j_backend is not None:
+            # Bound by the operator right after open() returns (claim_barrier_hook).
+            with _UNCLAIMED_LOCK:
+                _UNCLAIMED[threading.get_ident()] = self
 
     def close(self) -> None:
         # Not a shutdown: in thread mode close() comes before the last timers fire, so the
         # slot closes itself when its last run ends (see SlotRuntime.close).
+        with _UNCLAIMED_LOCK:
+            for thread_id, function in list(_UNCLAIMED.items()):
+                if function is self:
+                    del _UNCLAIMED[thread_id]
         if self.slot is not None:
             self.slot.close()
 
@@ -155,6 +251,10 @@ class AgentProcessFunction(KeyedProcessFunction):
             return
         slot.stats["async"] += 1
         self._active[key] = work
+        if self.barrier_hook:
+            # The Java key object (a Row that PyFlink's key selector makes for each record,
+            # never reused), for before_barrier. Only here and in _resume: not per record.
+            work.state_key = self._j_backend.getCurrentKey()
         self.pending.add(item.to_state())
         work.stored = True
         self._arm(work, ctx)
@@ -206,6 +306,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.queue.extend(items)
         work.running = True
         self._active[key] = work
+        if self.barrier_hook:
+            work.state_key = self._j_backend.getCurrentKey()
         slot.start(work)
         self._arm(work, ctx)
         return work
@@ -253,13 +355,58 @@ class AgentProcessFunction(KeyedProcessFunction):
             if not drain:
                 service.delete_event_time_timer(DRAIN_TIME)
             return
-        for item_id, call_id, rec in work.unpersisted():
+        self._save_durable(work, work.unpersisted())
+        self._arm(work, ctx)
+
+    # -- durable records ----------------------------------------------------------------------
+    def _save_durable(self, work: KeyWork, records: list[tuple[str, str, Any]]) -> None:
+        """Write ``records`` of ``work``'s key (the current key of the state backend)."""
+        for item_id, call_id, rec in records:
             try:
                 self.durable.put(f"{item_id}/{call_id}", pickle.dumps(rec))
             except Exception as exc:  # noqa: BLE001 - an unpicklable error result
-                log.warning("durable call %s of key %r not saved: %s", call_id, key, exc)
+                log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
             work.persisted.add((item_id, call_id))
-        self._arm(work, ctx)
+
+    def before_barrier(self, checkpoint_id: int) -> None:
+        """Save the durable records that keyed state does not hold yet, of every key with
+        work in flight (runs in progress and runs finished but not committed).
+
+        Thread mode only: called on the task thread by the operator right before it emits
+        the barrier of checkpoint ``checkpoint_id``, between two calls of the function.
+        Switches the Java keyed state backend to each such key and then back.
+        """
+        slot = self.slot
+        backend = self._j_backend
+        if slot is None or backend is None:
+            return
+        previous: Any = None
+        switched = False
+        saved = 0
+        try:
+            for work in self._active.values():
+                if work.state_key is None:
+                    continue
+                records = work.unpersisted()
+                if not records:
+                    continue
+                if not switched:
+                    previous = backend.getCurrentKey()
+                    switched = True
+                backend.setCurrentKey(work.state_key)
+                self._save_durable(work, records)
+                saved += len(records)
+        finally:
+            if switched and previous is not None:
+                backend.setCurrentKey(previous)
+        slot.stats["barriers"] = slot.stats.get("barriers", 0) + 1
+        if saved:
+            slot.stats["barrier_saves"] = slot.stats.get("barrier_saves", 0) + saved
+            log.debug(
+                "checkpoint %d: saved %d durable call record(s) before the barrier",
+                checkpoint_id,
+                saved,
+            )
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(self, work: KeyWork) -> Iterator[Any]:
