@@ -1,6 +1,7 @@
 """Checkpointing and recovery: a failure in the middle of a bounded job loses no input,
 writes no output twice to an exactly-once FileSink, and does not repeat model calls of runs
-committed before the restored checkpoint."""
+committed before the restored checkpoint; in thread mode, nor calls that completed before it
+(their records are saved right before each checkpoint barrier)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from pyflink.common import Configuration, WatermarkStrategy
 from pyflink.common.serialization import Encoder
 from pyflink.common.typeinfo import Types
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
@@ -25,13 +26,33 @@ pytestmark = pytest.mark.flink
 N, KEYS, FAIL_AT = 300, 10, 100
 
 
-def _slow_record(n: int) -> dict:
-    time.sleep(0.02)
-    return {"key": f"k{n % KEYS}", "i": int(n)}
+class _SlowRecords(MapFunction):
+    """Makes the input records, ~20 ms each, logging when each one leaves (``{n, t, attempt}``
+    lines): the first record an attempt after the failure sees again is where the source
+    was when the restored checkpoint's barrier passed it."""
+
+    def __init__(self, log_file: str) -> None:
+        self._log_file = log_file
+        self._attempt = 0
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self._attempt = runtime_context.get_attempt_number()
+
+    def map(self, value: int) -> dict:
+        n = int(value)
+        time.sleep(0.02)
+        with open(self._log_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"n": n, "t": time.time(), "attempt": self._attempt}) + "\n")
+        return {"key": f"k{n % KEYS}", "i": n}
+
+
+#: Slack for the time between a model call's log line and its durable record (seconds).
+_RECORD_SLACK = 0.05
 
 
 def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path) -> None:
     out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
+    sent = tmp_path / "sent.jsonl"
     conf = Configuration()
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", "3")
@@ -54,6 +75,9 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
             "test.out_dir": str(out_dir),
             "test.calls_file": str(calls),
             "test.fail_at": FAIL_AT,
+            # Runs stay in flight 0.2 s after their model call: calls completed and not
+            # committed yet are what a checkpoint must hold.
+            "test.hold": 0.2,
         },
     )
     numbers = env.from_source(
@@ -61,7 +85,7 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
     )
     # The input trickles in (~20 ms a record) so that checkpoints complete while it lasts:
     # at its end the drain timers hold the operator until every run has finished.
-    records = numbers.map(_slow_record, output_type=Types.PICKLED_BYTE_ARRAY())
+    records = numbers.map(_SlowRecords(str(sent)), output_type=Types.PICKLED_BYTE_ARRAY())
     out = (
         agents_env.from_datastream(records, lambda r: r["key"])
         .apply(agents.recovery_agent(latency=0.05))
@@ -103,3 +127,98 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
     # Calls before the failure of runs committed afterwards were not repeated either,
     # beyond one retry per input.
     assert max(count.values()) <= 2
+    if MODE != "thread":
+        return  # process mode saves durable records at the key's timers only
+    # Thread mode saves every durable record right before each checkpoint barrier, so only
+    # calls completed after the restored checkpoint's barrier are repeated. That barrier
+    # passed the source right before the first record the restarted job saw again, so it
+    # reached the agent after the record before that one: every call logged before that
+    # record left the map (less a slack) is in the checkpoint.
+    log = [json.loads(line) for line in sent.read_text().splitlines()]
+    resent = min(e["n"] for e in log if e["attempt"] > 0)
+    assert resent > 0, "the job restarted from the beginning: no checkpoint was restored"
+    barrier_after = next(e["t"] for e in log if e["attempt"] == 0 and e["n"] == resent - 1)
+    first_call: dict[int, float] = {}
+    for line in lines:
+        first_call.setdefault(line["i"], line["t"])
+    before = sorted(i for i, t in first_call.items() if t < barrier_after - _RECORD_SLACK)
+    print(
+        f"[{MODE}] restart resent from input {resent}; calls completed before the restored "
+        f"checkpoint: {len(before)}, repeated: {sum(count[i] > 1 for i in before)}"
+    )
+    assert all(count[i] == 1 for i in before), [i for i in before if count[i] > 1]
+
+
+WARMUPS, TICKS = 3, 40
+
+
+def _scheduled_record(n: int) -> dict:
+    """Three slow warm-up runs, then (3.5 s later, when they are done) the counted call,
+    then a tick every 50 ms for 2 s."""
+    n = int(n)
+    if n < WARMUPS:
+        return {"kind": "slow", "key": f"w{n}", "i": n, "seconds": 2.5}
+    if n == WARMUPS:
+        time.sleep(3.5)
+        return {"kind": "call", "key": "call", "i": n}
+    time.sleep(0.05)
+    return {"kind": "tick", "key": f"t{n % 5}", "i": n}
+
+
+@pytest.mark.skipif(
+    MODE == "process",
+    reason="process mode saves durable records at the key's timers only: its operator runs "
+    "no Python at a checkpoint barrier unless the current bundle has elements",
+)
+def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_path) -> None:
+    """A durable call completes; a checkpoint is taken after it (and completes); the run then
+    fails the job before its key had any timer. After the restore the run is repeated, and
+    its call is answered from the checkpoint instead of being made again.
+
+    Before records were saved at the barrier this failed: the record reached keyed state
+    only at the key's next timer, and the warm-up runs make that timer ~1 s away (its delay
+    follows the observed run time), so no checkpoint had the record.
+    """
+    out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
+    conf = Configuration()
+    conf.set_string("restart-strategy.type", "fixed-delay")
+    conf.set_string("restart-strategy.fixed-delay.attempts", "2")
+    conf.set_string("restart-strategy.fixed-delay.delay", "1 s")
+    conf.set_string("taskmanager.numberOfTaskSlots", "2")  # see the test above
+    # The whole job in the mode under test (the upstream map too: no bundles in thread mode).
+    conf.set_string("python.execution-mode", MODE)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    env.enable_checkpointing(100)
+    agents_env = AgentsExecutionEnvironment.get_execution_environment(
+        env,
+        **{
+            "python.execution-mode": MODE,
+            "test.marker": str(marker),
+            "test.out_dir": str(out_dir),
+            "test.calls_file": str(calls),
+        },
+    )
+    numbers = env.from_source(
+        NumberSequenceSource(0, WARMUPS + TICKS), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    records = numbers.map(_scheduled_record, output_type=Types.PICKLED_BYTE_ARRAY())
+    out = (
+        agents_env.from_datastream(records, lambda r: r["key"])
+        .apply(agents.call_once_agent())
+        .to_datastream()
+    )
+    out.map(json.dumps, output_type=Types.STRING()).sink_to(
+        FileSink.for_row_format(str(out_dir), Encoder.simple_string_encoder())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    agents_env.execute("durable call before a checkpoint")
+
+    assert marker.exists(), "the injected failure did not happen"
+    assert not (tmp_path / "failed.no-checkpoint").exists(), "no checkpoint after the call"
+    outputs = agents.finalized_outputs(str(out_dir))
+    assert sorted(o["i"] for o in outputs) == list(range(WARMUPS + TICKS + 1))
+    lines = [json.loads(line) for line in calls.read_text().splitlines()]
+    print(f"\n[{MODE}] calls of the durable call: {len(lines)}")
+    assert [line["i"] for line in lines] == [WARMUPS], "the call was made again after the restore"
