@@ -1,7 +1,7 @@
 """Checkpointing and recovery: a failure in the middle of a bounded job loses no input,
 writes no output twice to an exactly-once FileSink, and does not repeat model calls of runs
-committed before the restored checkpoint; in thread mode, nor calls that completed before it
-(their records are saved right before each checkpoint barrier)."""
+committed before the restored checkpoint, nor calls that completed before it (their records
+are saved right before each checkpoint barrier)."""
 
 from __future__ import annotations
 
@@ -127,10 +127,8 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
     # Calls before the failure of runs committed afterwards were not repeated either,
     # beyond one retry per input.
     assert max(count.values()) <= 2
-    if MODE != "thread":
-        return  # process mode saves durable records at the key's timers only
-    # Thread mode saves every durable record right before each checkpoint barrier, so only
-    # calls completed after the restored checkpoint's barrier are repeated. That barrier
+    # Every durable record is saved right before each checkpoint barrier, so only calls
+    # completed after the restored checkpoint's barrier are repeated. That barrier
     # passed the source right before the first record the restarted job saw again, so it
     # reached the agent after the record before that one: every call logged before that
     # record left the map (less a slack) is in the checkpoint.
@@ -165,19 +163,15 @@ def _scheduled_record(n: int) -> dict:
     return {"kind": "tick", "key": f"t{n % 5}", "i": n}
 
 
-@pytest.mark.skipif(
-    MODE == "process",
-    reason="process mode saves durable records at the key's timers only: its operator runs "
-    "no Python at a checkpoint barrier unless the current bundle has elements",
-)
 def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_path) -> None:
-    """A durable call completes; a checkpoint is taken after it (and completes); the run then
-    fails the job before its key had any timer. After the restore the run is repeated, and
-    its call is answered from the checkpoint instead of being made again.
+    """A durable call completes; the run waits until a checkpoint taken after the call has
+    completed, then fails, and its key's next timer fails the job. After the restore the run
+    is repeated and its call is answered from the checkpoint, not made again.
 
-    Before records were saved at the barrier this failed: the record reached keyed state
-    only at the key's next timer, and the warm-up runs make that timer ~1 s away (its delay
-    follows the observed run time), so no checkpoint had the record.
+    With PyFlink's own operators (no barrier hook) the call was made twice, in both modes:
+    the record reaches keyed state only at a timer of its key, and the warm-up runs push
+    that timer ~1 s away (its delay follows the observed run time), past the checkpoint and
+    past the run's failure (whose records a timer does not save).
     """
     out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
     conf = Configuration()
@@ -185,8 +179,11 @@ def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_
     conf.set_string("restart-strategy.fixed-delay.attempts", "2")
     conf.set_string("restart-strategy.fixed-delay.delay", "1 s")
     conf.set_string("taskmanager.numberOfTaskSlots", "2")  # see the test above
-    # The whole job in the mode under test (the upstream map too: no bundles in thread mode).
+    # The whole job in the mode under test (the upstream map too: no bundles in thread mode);
+    # in process mode small bundles, as barriers wait for the open bundles.
     conf.set_string("python.execution-mode", MODE)
+    conf.set_string("python.fn-execution.bundle.size", "5")
+    conf.set_string("python.fn-execution.bundle.time", "20")
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.enable_checkpointing(100)

@@ -126,7 +126,7 @@ def _operator_class(stream: Any) -> str:
 
 
 def test_the_operator_class_and_its_fallback(monkeypatch, caplog) -> None:
-    """Thread mode runs the function in the operator with the checkpoint-barrier hook (see
+    """The function runs in the bridge jar's operator with the checkpoint-barrier hook (see
     test_recovery for what it does); without that class (bridge jar not built) the
     environment warns once and uses PyFlink's operator, and the job still runs."""
     records = [{"key": f"k{i % 3}", "i": i} for i in range(6)]
@@ -136,15 +136,10 @@ def test_the_operator_class_and_its_fallback(monkeypatch, caplog) -> None:
         builder = agents_env.from_datastream(source(env, records), lambda r: r["key"])
         return builder.apply(agents.chat_agent(latency=0.01))._pairs()
 
-    expected = {
-        "thread": environment.BARRIER_OPERATOR,
-        "process": "org.apache.flink.streaming.api.operators.python.process."
-        "ExternalPythonKeyedProcessOperator",
-    }
-    assert _operator_class(pairs()) == expected[MODE]
-    if MODE != "thread":
-        return
-    monkeypatch.setattr(environment, "BARRIER_OPERATOR", "org.flinkagents.flink.Missing")
+    pyflink_class, our_class = environment.OPERATORS[MODE]
+    assert _operator_class(pairs()) == our_class
+    missing = "org.flinkagents.flink.Missing"
+    monkeypatch.setitem(environment.OPERATORS, MODE, (pyflink_class, missing))
     monkeypatch.setattr(environment, "_warned_no_barrier_operator", False)
     with caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"):
         plain = [_operator_class(pairs()) for _ in range(2)]
@@ -154,7 +149,7 @@ def test_the_operator_class_and_its_fallback(monkeypatch, caplog) -> None:
             .apply(agents.chat_agent(latency=0.01))
             .to_datastream()
         )
-    assert plain == [environment._EMBEDDED_OPERATOR] * 2
-    warnings = [r for r in caplog.records if "org.flinkagents.flink.Missing" in r.getMessage()]
+    assert plain == [pyflink_class] * 2
+    warnings = [r for r in caplog.records if missing in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
     assert sorted(r["i"] for r in collect(out)) == list(range(6))

@@ -1,5 +1,6 @@
 """The Flink function's checkpoint-barrier hook without a cluster: records of every key with
-work in flight are saved under that key, and the state backend's key is put back."""
+work in flight are saved under that key, and the state backend's key is put back (thread
+mode: the Java backend; process mode: PyFlink's Python backend, reached by a timer)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ class _Backend:
         self.key = key
 
 
+class _PythonBackend(_Backend):
+    """PyFlink's process-mode keyed state backend."""
+
+    def get_current_key(self) -> Any:
+        return self.key
+
+    def set_current_key(self, key: Any) -> None:
+        self.setCurrentKey(key)
+
+
 class _MapState:
     """A keyed ``MapState``: one dict per current key of ``backend``."""
 
@@ -48,12 +59,12 @@ class _Slot:
         self.stats: dict[str, int] = {}
 
 
-def _function() -> tuple[fn.AgentProcessFunction, _Backend, _MapState]:
+def _function(java: bool = True) -> tuple[fn.AgentProcessFunction, _Backend, _MapState]:
     function = fn.AgentProcessFunction("{}", {})
-    backend = _Backend()
+    backend = _Backend() if java else _PythonBackend()
     durable = _MapState(backend)
     function.slot = _Slot()  # type: ignore[assignment]
-    function._j_backend = backend
+    function._key_backend, function._java_keys = backend, java
     function.durable = durable
     function.barrier_hook = True
     return function, backend, durable
@@ -65,8 +76,9 @@ def _work(key: str, state_key: Any) -> KeyWork:
     return work
 
 
-def test_records_are_saved_under_their_keys_and_the_key_is_put_back() -> None:
-    function, backend, durable = _function()
+@pytest.mark.parametrize("java", [True, False], ids=["thread", "process"])
+def test_records_are_saved_under_their_keys_and_the_key_is_put_back(java: bool) -> None:
+    function, backend, durable = _function(java)
     a, b, idle = _work("a", "ja"), _work("b", "jb"), _work("c", "jc")
     a.record("i1", "1", DurableRecord("f", result=1))
     a.record("i1", "2", DurableRecord("f", result=2))
@@ -75,7 +87,10 @@ def test_records_are_saved_under_their_keys_and_the_key_is_put_back() -> None:
     b.results.append((Item("i2", None, {}), RuntimeError("not collected yet")))
     function._active = {"a": a, "b": b, "c": idle}
 
-    function.before_barrier(7)
+    if java:
+        function.before_barrier(7)
+    else:  # the process-mode operator's barrier timer
+        assert list(function.on_timer(fn.BARRIER_TIMER, None)) == []  # type: ignore[arg-type]
 
     assert {k: sorted(v) for k, v in durable.by_key.items()} == {
         "ja": ["i1/1", "i1/2"],

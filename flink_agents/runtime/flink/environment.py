@@ -8,11 +8,10 @@ The environment also sets up the Python workers, which must find this venv:
 ``python.executable`` and, for thread mode, ``python.pythonpath``; and the execution mode,
 ``thread`` unless the agents configuration or the Flink configuration says otherwise.
 
-In thread mode the function runs in :data:`BARRIER_OPERATOR` (from the bridge jar) instead of
-PyFlink's ``EmbeddedPythonKeyedProcessOperator``: the same operator plus a call into the
-function right before each checkpoint barrier, which saves durable call records (see
-:mod:`flink_agents.runtime.flink.function`). Without that class (bridge jar not built) the
-environment warns once and uses PyFlink's operator.
+The function runs in an operator of the bridge jar instead of PyFlink's (:data:`OPERATORS`):
+the same operator plus a call into the function right before each checkpoint barrier, which
+saves durable call records (see :mod:`flink_agents.runtime.flink.function`). Without those
+classes (bridge jar not built) the environment warns once and uses PyFlink's operator.
 """
 
 from __future__ import annotations
@@ -43,11 +42,19 @@ from flink_agents.runtime.flink.function import AgentProcessFunction
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
-#: The thread-mode keyed process operator with the checkpoint-barrier hook (bridge jar).
-BARRIER_OPERATOR = "org.flinkagents.flink.AgentKeyedProcessOperator"
-_EMBEDDED_OPERATOR = (
-    "org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKeyedProcessOperator"
-)
+_PYFLINK_OPERATORS = "org.apache.flink.streaming.api.operators.python."
+#: PyFlink's keyed process operator class -> ours with the checkpoint-barrier hook (bridge
+#: jar), by execution mode.
+OPERATORS = {
+    "thread": (
+        _PYFLINK_OPERATORS + "embedded.EmbeddedPythonKeyedProcessOperator",
+        "org.flinkagents.flink.AgentKeyedProcessOperator",
+    ),
+    "process": (
+        _PYFLINK_OPERATORS + "process.ExternalPythonKeyedProcessOperator",
+        "org.flinkagents.flink.AgentExternalKeyedProcessOperator",
+    ),
+}
 _warned_no_barrier_operator = False
 
 #: Agents-config key (and Flink option) choosing PyFlink's Python execution mode.
@@ -91,15 +98,14 @@ class _UserKey(KeySelector):
         return self._func(value)
 
 
-def _barrier_operator_available() -> bool:
-    """Whether the client can load :data:`BARRIER_OPERATOR` (the job's jars are added to the
-    py4j context class loader by ``env.add_jars``); warns once when it cannot."""
+def _barrier_operator_class(name: str) -> Any:
+    """The Java class ``name`` as the client loads it (the job's jars are added to the py4j
+    context class loader by ``env.add_jars``), or None; warns once when it is missing."""
     global _warned_no_barrier_operator
     from pyflink.util.java_utils import load_java_class
 
     try:
-        load_java_class(BARRIER_OPERATOR)
-        return True
+        return load_java_class(name)
     except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
         if not _warned_no_barrier_operator:
             _warned_no_barrier_operator = True
@@ -107,22 +113,25 @@ def _barrier_operator_available() -> bool:
                 "%s is not in the job's jars (build the bridge jar: `make java`): using "
                 "PyFlink's operator, which saves durable call records only at timers, so a "
                 "restore may repeat calls completed shortly before the checkpoint (%s)",
-                BARRIER_OPERATOR,
+                name,
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             )
-        return False
+        return None
 
 
 def keyed_process(
     keyed: KeyedStream, function: KeyedProcessFunction, output_type: TypeInformation, mode: str
 ) -> DataStream:
-    """``keyed.process(function, output_type)``; in thread mode in :data:`BARRIER_OPERATOR`
-    when it is available (what ``KeyedStream.process`` does, with our operator class)."""
-    if mode != "thread" or not _barrier_operator_available():
+    """``keyed.process(function, output_type)`` (``mode``: ``python.execution-mode``), with
+    PyFlink's operator replaced by ours (:data:`OPERATORS`) when its class is available."""
+    pyflink_class, our_class = OPERATORS.get(mode, ("", ""))
+    our_operator = _barrier_operator_class(our_class) if our_class else None
+    if our_operator is None:
         return keyed.process(function, output_type=output_type)
     from pyflink.datastream.data_stream import _get_one_input_stream_operator
     from pyflink.fn_execution.flink_fn_execution_pb2 import UserDefinedDataStreamFunction
 
+    # What KeyedStream.process does, with our class made from the same arguments.
     j_plain, j_output_type = _get_one_input_stream_operator(
         keyed,
         function,
@@ -130,14 +139,29 @@ def keyed_process(
         output_type,
     )
     j_operator = j_plain
-    if j_plain.getClass().getName() == _EMBEDDED_OPERATOR:
+    if j_plain.getClass().getName() == pyflink_class:
         j_input_type = keyed._j_data_stream.getTransformation().getOutputType()
-        j_operator = get_gateway().jvm.org.flinkagents.flink.AgentKeyedProcessOperator(
-            j_plain.getConfiguration(), j_plain.getPythonFunctionInfo(), j_input_type, j_output_type
+        j_operator = our_operator.getConstructors()[0].newInstance(
+            _java_objects(
+                [
+                    j_plain.getConfiguration(),
+                    j_plain.getPythonFunctionInfo(),
+                    j_input_type,
+                    j_output_type,
+                ]
+            )
         )
     else:  # PyFlink chose another operator than expected: keep it
         log.warning("unexpected keyed process operator %s: no barrier hook", j_plain.getClass())
     return DataStream(keyed._j_data_stream.transform("KEYED PROCESS", j_output_type, j_operator))
+
+
+def _java_objects(values: list[Any]) -> Any:
+    gateway = get_gateway()
+    array = gateway.new_array(gateway.jvm.Object, len(values))
+    for i, value in enumerate(values):
+        array[i] = value
+    return array
 
 
 def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:

@@ -29,19 +29,22 @@ written, and PyFlink lets a function write only the state of the current key, fr
 ``process_element`` / ``on_timer``. So records are written to ``durable``
 
 - right before every checkpoint barrier, for every key with work in flight, including runs
-  that finished but are not committed yet (:meth:`AgentProcessFunction.before_barrier`):
-  thread mode, where the environment runs the function in the Java operator
-  ``org.flinkagents.flink.AgentKeyedProcessOperator`` (from the bridge jar), whose
-  ``prepareSnapshotPreBarrier`` calls the hook that :func:`claim_barrier_hook` hands it. The
-  hook switches the Java keyed state backend to each key (the key object is taken from the
-  backend when the key first waits: nothing is added to the synchronous path) and back. A
-  checkpoint therefore holds every call completed before its barrier, and a restore from
-  it repeats only calls completed after the barrier (or still running);
-- at each processing-time timer of the key while its run is in progress (both modes). This
-  is all process mode has: its operator runs no Python at a barrier unless the current
-  bundle has elements, so a call completed after the key's last timer before a checkpoint
-  is repeated after a restore from it. The same holds in thread mode when the bridge jar or
-  its operator class is missing (the environment warns and uses PyFlink's operator).
+  that finished but are not committed yet (:meth:`AgentProcessFunction.before_barrier`).
+  The environment runs the function in an operator of the bridge jar instead of PyFlink's:
+  in thread mode ``org.flinkagents.flink.AgentKeyedProcessOperator``, whose
+  ``prepareSnapshotPreBarrier`` calls the hook that :func:`claim_barrier_hook` hands it; in
+  process mode ``org.flinkagents.flink.AgentExternalKeyedProcessOperator``, which hands the
+  function a timer at :data:`BARRIER_TIMER` in the bundle that the barrier finishes
+  (PyFlink's operator runs no Python at a barrier when that bundle is empty). The hook
+  switches the keyed state backend (the Java one in thread mode, PyFlink's Python one in
+  process mode) to each key and back; the key object is taken from the backend when the key
+  first waits, so nothing is added to the synchronous path. A checkpoint therefore holds
+  every call completed before its barrier, and a restore from it repeats only calls
+  completed after the barrier (or still running);
+- at each processing-time timer of the key while its run is in progress. Without the bridge
+  jar's operator classes (the environment warns once and uses PyFlink's operators) this is
+  all there is: a call completed after the key's last timer before a checkpoint is repeated
+  after a restore from it.
 
 Runs that complete without waiting are committed at once and need no record.
 """
@@ -80,6 +83,10 @@ DRAIN_TIME = 2**62
 _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
 
+#: Time of the timer that the process-mode operator hands the function right before each
+#: checkpoint barrier (Long.MIN_VALUE; ``AgentExternalKeyedProcessOperator.BARRIER_TIMER``).
+BARRIER_TIMER = -(2**63)
+
 #: The function opened last on each thread (thread mode) and not bound to a barrier hook yet,
 #: by thread id. One per thread: a keyed function heads its operator, so an operator never
 #: holds two; an entry left by PyFlink's plain operator is replaced by the next open().
@@ -92,27 +99,11 @@ class BarrierHook:
 
     def __init__(self, function: AgentProcessFunction | None) -> None:
         self._function = function
-        self._failed = False
 
     def before_barrier(self, checkpoint_id: int) -> None:
-        """Save the function's durable records (:meth:`AgentProcessFunction.before_barrier`).
-
-        An error is logged, not raised: it would fail the checkpoint and the task, and the
-        records are still saved at the keys' timers (what process mode has).
-        """
-        if self._function is None:
-            return
-        try:
+        """Save the function's durable records (:meth:`AgentProcessFunction.before_barrier`)."""
+        if self._function is not None:
             self._function.before_barrier(checkpoint_id)
-        except Exception:
-            log.log(
-                logging.DEBUG if self._failed else logging.ERROR,
-                "saving durable call records before the barrier of checkpoint %d failed; "
-                "they are saved at the keys' timers",
-                checkpoint_id,
-                exc_info=True,
-            )
-            self._failed = True
 
 
 def claim_barrier_hook() -> BarrierHook:
@@ -132,11 +123,18 @@ def claim_barrier_hook() -> BarrierHook:
     return BarrierHook(function)
 
 
-def _java_keyed_state_backend(runtime_context: RuntimeContext) -> Any:
-    """Thread mode: the Java ``KeyedStateBackend`` behind the function's keyed state (PyFlink
-    internals: ``fn_execution.embedded.state_impl.KeyedStateBackend``); None otherwise."""
+def _key_backend(runtime_context: RuntimeContext) -> tuple[Any, bool]:
+    """The keyed state backend whose current key the barrier hook switches, and whether it
+    is the Java one (PyFlink internals). Thread mode: the Java ``KeyedStateBackend`` behind
+    ``fn_execution.embedded.state_impl.KeyedStateBackend``; process mode: PyFlink's
+    ``fn_execution.state_impl.RemoteKeyedStateBackend``. None if neither is found."""
     backend = getattr(runtime_context, "_keyed_state_backend", None)
-    return getattr(backend, "_keyed_state_backend", None)
+    j_backend = getattr(backend, "_keyed_state_backend", None)
+    if j_backend is not None:
+        return j_backend, True
+    if hasattr(backend, "set_current_key") and hasattr(backend, "get_current_key"):
+        return backend, False
+    return None, False
 
 
 class AgentProcessFunction(KeyedProcessFunction):
@@ -156,15 +154,18 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._keyless = keyless
         self.slot: SlotRuntime | None = None
         self._active: dict[Any, KeyWork] = {}
-        self._j_backend: Any = None
-        #: True once the operator calls :meth:`before_barrier` (see claim_barrier_hook).
+        self._key_backend: Any = None
+        self._java_keys = False
+        self._barrier_failed = False
+        #: Whether an operator may call :meth:`before_barrier`, so keys going async keep
+        #: their state key (thread mode: once claim_barrier_hook bound the function).
         self.barrier_hook = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["slot"] = None
         state["_active"] = {}
-        state["_j_backend"] = None
+        state["_key_backend"] = None
         state["barrier_hook"] = False
         return state
 
@@ -201,10 +202,13 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.durable = runtime_context.get_map_state(
             MapStateDescriptor("fa-durable", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
         )
-        self.barrier_hook = False
-        self._j_backend = _java_keyed_state_backend(runtime_context)
-        if self._j_backend is not None:
-            # Bound by the operator right after open() returns (claim_barrier_hook).
+        self._barrier_failed = False
+        self._key_backend, self._java_keys = _key_backend(runtime_context)
+        # Process mode: a barrier timer (BARRIER_TIMER) may come, from the bridge jar's
+        # operator. Thread mode: the operator binds the function right after open() returns
+        # (claim_barrier_hook); until then there is no hook.
+        self.barrier_hook = self._key_backend is not None and not self._java_keys
+        if self._java_keys:
             with _UNCLAIMED_LOCK:
                 _UNCLAIMED[threading.get_ident()] = self
 
@@ -252,9 +256,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot.stats["async"] += 1
         self._active[key] = work
         if self.barrier_hook:
-            # The Java key object (a Row that PyFlink's key selector makes for each record,
-            # never reused), for before_barrier. Only here and in _resume: not per record.
-            work.state_key = self._j_backend.getCurrentKey()
+            # For before_barrier. Only here and in _resume: not per record.
+            work.state_key = self._state_key()
         self.pending.add(item.to_state())
         work.stored = True
         self._arm(work, ctx)
@@ -307,7 +310,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.running = True
         self._active[key] = work
         if self.barrier_hook:
-            work.state_key = self._j_backend.getCurrentKey()
+            work.state_key = self._state_key()
         slot.start(work)
         self._arm(work, ctx)
         return work
@@ -326,6 +329,9 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     # -- timers ---------------------------------------------------------------------------------
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
+        if timestamp == BARRIER_TIMER:
+            self.before_barrier(None)  # process mode: the operator's barrier timer
+            return
         slot = self.slot
         assert slot is not None
         key = ctx.get_current_key()
@@ -368,18 +374,53 @@ class AgentProcessFunction(KeyedProcessFunction):
                 log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
             work.persisted.add((item_id, call_id))
 
-    def before_barrier(self, checkpoint_id: int) -> None:
+    def _state_key(self) -> Any:
+        """The current key as the keyed state backend holds it (the Java backend: a Row
+        that PyFlink's key selector makes for each record, never reused)."""
+        backend = self._key_backend
+        return backend.getCurrentKey() if self._java_keys else backend.get_current_key()
+
+    def _set_state_key(self, key: Any) -> None:
+        if self._java_keys:
+            self._key_backend.setCurrentKey(key)
+        else:
+            self._key_backend.set_current_key(key)
+
+    def before_barrier(self, checkpoint_id: int | None) -> None:
         """Save the durable records that keyed state does not hold yet, of every key with
         work in flight (runs in progress and runs finished but not committed).
 
-        Thread mode only: called on the task thread by the operator right before it emits
-        the barrier of checkpoint ``checkpoint_id``, between two calls of the function.
-        Switches the Java keyed state backend to each such key and then back.
+        Called by the operator right before it emits a checkpoint barrier, on the thread
+        that runs the function, between two of its calls (``checkpoint_id`` is None in
+        process mode, where it comes as a timer). Switches the keyed state backend to each
+        such key and then back. An error is logged, not raised: it would fail the
+        checkpoint and the task, and the records are still saved at the keys' timers.
         """
-        slot = self.slot
-        backend = self._j_backend
-        if slot is None or backend is None:
+        if self.slot is None or self._key_backend is None:
             return
+        try:
+            saved = self._save_before_barrier()
+        except Exception:
+            log.log(
+                logging.DEBUG if self._barrier_failed else logging.ERROR,
+                "saving durable call records before the barrier of checkpoint %s failed; "
+                "they are saved at the keys' timers",
+                checkpoint_id,
+                exc_info=True,
+            )
+            self._barrier_failed = True
+            return
+        stats = self.slot.stats
+        stats["barriers"] = stats.get("barriers", 0) + 1
+        if saved:
+            stats["barrier_saves"] = stats.get("barrier_saves", 0) + saved
+            log.debug(
+                "checkpoint %s: saved %d durable call record(s) before the barrier",
+                checkpoint_id,
+                saved,
+            )
+
+    def _save_before_barrier(self) -> int:
         previous: Any = None
         switched = False
         saved = 0
@@ -391,22 +432,15 @@ class AgentProcessFunction(KeyedProcessFunction):
                 if not records:
                     continue
                 if not switched:
-                    previous = backend.getCurrentKey()
+                    previous = self._state_key()
                     switched = True
-                backend.setCurrentKey(work.state_key)
+                self._set_state_key(work.state_key)
                 self._save_durable(work, records)
                 saved += len(records)
         finally:
             if switched and previous is not None:
-                backend.setCurrentKey(previous)
-        slot.stats["barriers"] = slot.stats.get("barriers", 0) + 1
-        if saved:
-            slot.stats["barrier_saves"] = slot.stats.get("barrier_saves", 0) + saved
-            log.debug(
-                "checkpoint %d: saved %d durable call record(s) before the barrier",
-                checkpoint_id,
-                saved,
-            )
+                self._set_state_key(previous)
+        return saved
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(self, work: KeyWork) -> Iterator[Any]:
