@@ -1,9 +1,13 @@
 package org.flinkagents.flink;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedDataStreamPythonFunctionOperator;
+import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKeyedProcessOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,6 +27,11 @@ import org.slf4j.LoggerFactory;
  * on the task thread, the thread that runs every other call of the function; it switches the
  * keyed state backend's current key itself and puts the previous key back.
  *
+ * <p>The interpreter is reached by reflection, never through the {@code pemja} type: this
+ * class comes from a user jar, loaded child first, and {@code flink run -py} puts
+ * flink-python (with pemja) among the job's jars too, so linking {@code pemja.core
+ * .PythonInterpreter} from here loads a second copy of it (a loader constraint violation).
+ *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
  */
@@ -38,7 +47,10 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     private final TypeInformation<IN> inputType;
 
-    private transient boolean hookReady;
+    /** The operator's {@code pemja.core.PythonInterpreter}; null: no hook. */
+    private transient Object python;
+
+    private transient Method invokeMethod;
 
     public AgentKeyedProcessOperator(
             Configuration config,
@@ -53,12 +65,21 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     public void openPythonInterpreter() {
         super.openPythonInterpreter();
         try {
-            interpreter.exec(
+            Field field = AbstractEmbeddedPythonFunctionOperator.class.getDeclaredField("interpreter");
+            field.setAccessible(true);
+            Object interpreter = field.get(this);
+            Method exec = interpreter.getClass().getMethod("exec", String.class);
+            exec.invoke(
+                    interpreter,
                     "from flink_agents.runtime.flink.function import claim_barrier_hook"
                             + " as __flink_agents_claim");
-            interpreter.exec(HOOK + " = __flink_agents_claim()");
-            hookReady = true;
-        } catch (RuntimeException e) {
+            exec.invoke(interpreter, HOOK + " = __flink_agents_claim()");
+            invokeMethod =
+                    interpreter
+                            .getClass()
+                            .getMethod("invokeMethod", String.class, String.class, Object[].class);
+            python = interpreter;
+        } catch (ReflectiveOperationException | RuntimeException e) {
             // E.g. an older flink_agents on the workers: run as the plain operator.
             LOG.warn(
                     "flink-agents: no checkpoint-barrier hook in the Python function; durable"
@@ -69,15 +90,22 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     @Override
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
-        if (hookReady && interpreter != null) {
-            interpreter.invokeMethod(HOOK, "before_barrier", checkpointId);
+        Object interpreter = python;
+        if (interpreter != null) {
+            try {
+                invokeMethod.invoke(
+                        interpreter, HOOK, "before_barrier", new Object[] {checkpointId});
+            } catch (InvocationTargetException e) {
+                Throwable cause = e.getCause();
+                throw cause instanceof Exception ? (Exception) cause : e;
+            }
         }
         super.prepareSnapshotPreBarrier(checkpointId);
     }
 
     @Override
     public void close() throws Exception {
-        hookReady = false;
+        python = null;
         super.close();
     }
 
