@@ -6,6 +6,7 @@ actions are module-level functions because plans store functions by reference.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -235,15 +236,21 @@ def logging_echo(messages: list[ChatMessage], tools: Any) -> str:
     doc = json.loads(messages[-1].content)
     after = os.path.exists(doc.pop("marker"))
     with open(doc.pop("calls"), "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"i": doc["i"], "after_failure": after}) + "\n")
+        fh.write(json.dumps({"i": doc["i"], "after_failure": after, "t": time.time()}) + "\n")
     return json.dumps(doc)
 
 
+async def answer_later(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+    """:func:`answer` after ``test.hold`` seconds: the run stays in flight after its call."""
+    await asyncio.sleep(ctx.config.get("test.hold") or 0)
+    answer(event, ctx)
+
+
 def recovery_agent(latency: float) -> Agent:
-    """Outputs ``{key, i, count}``; see :func:`flaky`."""
+    """Outputs ``{key, i, count}``; see :func:`flaky` and :func:`answer_later`."""
     agent = Agent()
     agent.add_action("flaky", InputEvent, flaky)
-    agent.add_action("answer", ChatResponseEvent, answer)
+    agent.add_action("answer", ChatResponseEvent, answer_later)
     agent.add_resource(
         "conn",
         ResourceDescriptor(
@@ -280,4 +287,63 @@ def ttl_agent() -> Agent:
     """:func:`memory_agent` plus an action that can hold the operator up (for TTL tests)."""
     agent = memory_agent()
     agent.add_action("pause", InputEvent, pause)
+    return agent
+
+
+# -- a durable call completed before a checkpoint, then a failure ---------------------------------
+def counted_call(calls_file: str, i: int) -> int:
+    """A durable call that logs each time it really runs (``{"i", "t"}`` lines)."""
+    time.sleep(0.05)
+    with open(calls_file, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"i": i, "t": time.time()}) + "\n")
+    return i
+
+
+def _tick_committed_after(out_dir: str, since: float) -> bool:
+    """Whether a finalized part file holds a tick that the operator processed after
+    ``since``: the checkpoint that committed it had its barrier after that tick."""
+    try:
+        outputs = finalized_outputs(out_dir)
+    except OSError:  # a part file renamed while reading
+        return False
+    return any(o.get("kind") == "tick" and o["t0"] > since for o in outputs)
+
+
+async def call_once(event: InputEvent, ctx: RunnerContext) -> None:
+    """``slow``: a durable call of ``seconds`` (warms up the slot's run-time estimate);
+    ``tick``: an output at once, stamped with when it ran (``t0``); ``call``: a durable call
+    counted in ``test.calls_file``, then, the first time, waits until a checkpoint taken
+    after the call has completed (a later tick is committed by the sink) and fails."""
+    record = event.input
+    kind = record["kind"]
+    if kind == "tick":
+        ctx.send_event(OutputEvent(output={**record, "t0": time.time()}))
+        return
+    if kind == "slow":
+        await ctx.durable_execute_async(time.sleep, record["seconds"])
+        ctx.send_event(OutputEvent(output=record))
+        return
+    config = ctx.config
+    calls_file = config.get("test.calls_file")
+    result = await ctx.durable_execute_async(counted_call, calls_file, record["i"])
+    called = time.time()
+    marker = config.get("test.marker")
+    if not os.path.exists(marker):
+        deadline = called + 60
+        while not _tick_committed_after(config.get("test.out_dir"), called):
+            if time.time() > deadline:
+                with open(marker + ".no-checkpoint", "w", encoding="utf-8") as fh:
+                    fh.write("no checkpoint completed after the call\n")
+                break
+            await asyncio.sleep(0.02)
+        with open(marker, "w", encoding="utf-8") as fh:
+            fh.write(f"failed at {time.time()}, call at {called}\n")
+        raise RuntimeError(f"injected failure after the durable call of input {record['i']}")
+    ctx.send_event(OutputEvent(output={**record, "result": result}))
+
+
+def call_once_agent() -> Agent:
+    """See :func:`call_once`."""
+    agent = Agent()
+    agent.add_action("call_once", InputEvent, call_once)
     return agent

@@ -167,8 +167,12 @@ def test_python_operators_built_on_the_env_share_the_agents_execution_mode() -> 
         factory = node.getOperatorFactory()
         if factory.getClass().getSimpleName() == "SimpleOperatorFactory":
             name = factory.getOperator().getClass().getSimpleName()
-            if "Python" in name:
+            if "Python" in name or name.startswith("Agent"):
                 python_operators[node.getId()] = name
-    assert len(python_operators) >= 4, python_operators  # source map, key, agent, output
+    # source map, key, agent (the bridge jar's subclass of PyFlink's operator), output map
+    assert len(python_operators) >= 4, python_operators
+    agent = "AgentKeyedProcessOperator" if MODE == "thread" else "AgentExternalKeyed"
+    assert any(name.startswith(agent) for name in python_operators.values()), python_operators
     prefix = "Embedded" if MODE == "thread" else "External"
-    assert all(name.startswith(prefix) for name in python_operators.values()), python_operators
+    others = [n for n in python_operators.values() if not n.startswith("Agent")]
+    assert all(name.startswith(prefix) for name in others), python_operators

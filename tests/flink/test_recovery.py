@@ -1,10 +1,12 @@
 """Checkpointing and recovery: a failure in the middle of a bounded job loses no input,
 writes no output twice to an exactly-once FileSink, and does not repeat model calls of runs
-committed before the restored checkpoint."""
+committed before the restored checkpoint, nor calls that completed before it (their records
+are saved right before each checkpoint barrier)."""
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 
@@ -12,7 +14,7 @@ import pytest
 from pyflink.common import Configuration, WatermarkStrategy
 from pyflink.common.serialization import Encoder
 from pyflink.common.typeinfo import Types
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
@@ -25,13 +27,39 @@ pytestmark = pytest.mark.flink
 N, KEYS, FAIL_AT = 300, 10, 100
 
 
-def _slow_record(n: int) -> dict:
-    time.sleep(0.02)
-    return {"key": f"k{n % KEYS}", "i": int(n)}
+class _SlowRecords(MapFunction):
+    """Makes the input records, ~20 ms each, logging when each one leaves (``{n, t, attempt}``
+    lines): the first record an attempt after the failure sees again is where the source
+    was when the restored checkpoint's barrier passed it."""
+
+    def __init__(self, log_file: str) -> None:
+        self._log_file = log_file
+        self._attempt = 0
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        # The attempt number from a file (thread mode's runtime context has none): each
+        # attempt opens the map once.
+        counter = self._log_file + ".attempts"
+        previous = int(open(counter).read()) if os.path.exists(counter) else -1
+        self._attempt = previous + 1
+        with open(counter, "w", encoding="utf-8") as fh:
+            fh.write(str(self._attempt))
+
+    def map(self, value: int) -> dict:
+        n = int(value)
+        time.sleep(0.02)
+        with open(self._log_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"n": n, "t": time.time(), "attempt": self._attempt}) + "\n")
+        return {"key": f"k{n % KEYS}", "i": n}
+
+
+#: Slack for the time between a model call's log line and its durable record (seconds).
+_RECORD_SLACK = 0.05
 
 
 def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path) -> None:
     out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
+    sent = tmp_path / "sent.jsonl"
     conf = Configuration()
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", "3")
@@ -60,6 +88,9 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
             "test.out_dir": str(out_dir),
             "test.calls_file": str(calls),
             "test.fail_at": FAIL_AT,
+            # Runs stay in flight 0.2 s after their model call: calls completed and not
+            # committed yet are what a checkpoint must hold.
+            "test.hold": 0.2,
         },
     )
     numbers = env.from_source(
@@ -67,7 +98,7 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
     )
     # The input trickles in (~20 ms a record) so that checkpoints complete while it lasts:
     # at its end the drain timers hold the operator until every run has finished.
-    records = numbers.map(_slow_record, output_type=Types.PICKLED_BYTE_ARRAY())
+    records = numbers.map(_SlowRecords(str(sent)), output_type=Types.PICKLED_BYTE_ARRAY())
     out = (
         agents_env.from_datastream(records, lambda r: r["key"])
         .apply(agents.recovery_agent(latency=0.05))
@@ -109,3 +140,97 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
     # Calls before the failure of runs committed afterwards were not repeated either,
     # beyond one retry per input.
     assert max(count.values()) <= 2
+    # Every durable record is saved right before each checkpoint barrier, so only calls
+    # completed after the restored checkpoint's barrier are repeated. That barrier
+    # passed the source right before the first record the restarted job saw again, so it
+    # reached the agent after the record before that one: every call logged before that
+    # record left the map (less a slack) is in the checkpoint.
+    log = [json.loads(line) for line in sent.read_text().splitlines()]
+    resent = min(e["n"] for e in log if e["attempt"] > 0)
+    assert resent > 0, "the job restarted from the beginning: no checkpoint was restored"
+    barrier_after = next(e["t"] for e in log if e["attempt"] == 0 and e["n"] == resent - 1)
+    first_call: dict[int, float] = {}
+    for line in lines:
+        first_call.setdefault(line["i"], line["t"])
+    before = sorted(i for i, t in first_call.items() if t < barrier_after - _RECORD_SLACK)
+    print(
+        f"[{MODE}] restart resent from input {resent}; calls completed before the restored "
+        f"checkpoint: {len(before)}, repeated: {sum(count[i] > 1 for i in before)}"
+    )
+    assert all(count[i] == 1 for i in before), [i for i in before if count[i] > 1]
+
+
+WARMUPS, TICKS = 3, 40
+
+
+def _scheduled_record(n: int) -> dict:
+    """Three slow warm-up runs, then (3.5 s later, when they are done) the counted call,
+    then a tick every 50 ms for 2 s."""
+    n = int(n)
+    if n < WARMUPS:
+        return {"kind": "slow", "key": f"w{n}", "i": n, "seconds": 2.5}
+    if n == WARMUPS:
+        time.sleep(3.5)
+        return {"kind": "call", "key": "call", "i": n}
+    time.sleep(0.05)
+    return {"kind": "tick", "key": f"t{n % 5}", "i": n}
+
+
+def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_path) -> None:
+    """A durable call completes; the run waits until a checkpoint taken after the call has
+    completed, then fails, and its key's next timer fails the job. After the restore the run
+    is repeated and its call is answered from the checkpoint, not made again.
+
+    With PyFlink's own operators (no barrier hook) the call was made twice, in both modes:
+    the record reaches keyed state only at a timer of its key, and the warm-up runs push
+    that timer ~1 s away (its delay follows the observed run time), past the checkpoint and
+    past the run's failure (whose records a timer does not save).
+    """
+    out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
+    conf = Configuration()
+    conf.set_string("restart-strategy.type", "fixed-delay")
+    conf.set_string("restart-strategy.fixed-delay.attempts", "2")
+    conf.set_string("restart-strategy.fixed-delay.delay", "1 s")
+    conf.set_string("taskmanager.numberOfTaskSlots", "1")
+    if MODE == "process":
+        conf.set_string("minicluster.number-of-taskmanagers", "2")  # see the test above
+    # The whole job in the mode under test (the upstream map too: no bundles in thread mode);
+    # in process mode small bundles, as barriers wait for the open bundles.
+    conf.set_string("python.execution-mode", MODE)
+    conf.set_string("python.fn-execution.bundle.size", "5")
+    conf.set_string("python.fn-execution.bundle.time", "20")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    env.enable_checkpointing(100)
+    agents_env = AgentsExecutionEnvironment.get_execution_environment(
+        env,
+        **{
+            "python.execution-mode": MODE,
+            "test.marker": str(marker),
+            "test.out_dir": str(out_dir),
+            "test.calls_file": str(calls),
+        },
+    )
+    numbers = env.from_source(
+        NumberSequenceSource(0, WARMUPS + TICKS), WatermarkStrategy.no_watermarks(), "numbers"
+    )
+    records = numbers.map(_scheduled_record, output_type=Types.PICKLED_BYTE_ARRAY())
+    out = (
+        agents_env.from_datastream(records, lambda r: r["key"])
+        .apply(agents.call_once_agent())
+        .to_datastream()
+    )
+    out.map(json.dumps, output_type=Types.STRING()).sink_to(
+        FileSink.for_row_format(str(out_dir), Encoder.simple_string_encoder())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    agents_env.execute("durable call before a checkpoint")
+
+    assert marker.exists(), "the injected failure did not happen"
+    assert not (tmp_path / "failed.no-checkpoint").exists(), "no checkpoint after the call"
+    outputs = agents.finalized_outputs(str(out_dir))
+    assert sorted(o["i"] for o in outputs) == list(range(WARMUPS + TICKS + 1))
+    lines = [json.loads(line) for line in calls.read_text().splitlines()]
+    print(f"\n[{MODE}] calls of the durable call: {len(lines)}")
+    assert [line["i"] for line in lines] == [WARMUPS], "the call was made again after the restore"

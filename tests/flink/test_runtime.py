@@ -4,11 +4,15 @@ end-of-input drain, resources once per slot, error strategies."""
 from __future__ import annotations
 
 import json
+import logging
 import time
+from typing import Any
 
 import pytest
+from pyflink.common.typeinfo import Types
 
 from flink_agents.api.core_options import ErrorHandlingStrategy
+from flink_agents.runtime.flink import environment
 from tests.flink import agents
 from tests.flink.harness import MODE, collect, make_env, source
 
@@ -115,3 +119,38 @@ def test_short_term_memory_expires_after_its_ttl() -> None:
     )
     counts = [(r["key"], r["count"]) for r in collect(out)]
     assert counts == [("a", 1), ("a", 2), ("b", 1), ("a", 1), ("a", 2)], counts
+
+
+def _operator_class(stream: Any) -> str:
+    operator = stream._j_data_stream.getTransformation().getOperatorFactory().getOperator()
+    return str(operator.getClass().getName())
+
+
+def test_the_operator_class_and_its_fallback(monkeypatch, caplog) -> None:
+    """The function runs in the bridge jar's operator with the checkpoint-barrier hook (see
+    test_recovery for what it does); without that class (bridge jar not built) the
+    environment warns once and uses PyFlink's operator, and the job still runs."""
+    records = [{"key": f"k{i % 3}", "i": i} for i in range(6)]
+    env, agents_env = make_env()
+
+    def pairs() -> Any:
+        builder = agents_env.from_datastream(source(env, records), lambda r: r["key"])
+        return builder.apply(agents.chat_agent(latency=0.01))._pairs(Types.PICKLED_BYTE_ARRAY())
+
+    pyflink_class, our_class = environment.OPERATORS[MODE]
+    assert _operator_class(pairs()) == our_class
+    missing = "org.flinkagents.flink.Missing"
+    monkeypatch.setitem(environment.OPERATORS, MODE, (pyflink_class, missing))
+    monkeypatch.setattr(environment, "_warned_no_barrier_operator", False)
+    with caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"):
+        plain = [_operator_class(pairs()) for _ in range(2)]
+        env, agents_env = make_env()
+        out = (
+            agents_env.from_datastream(source(env, records), lambda r: r["key"])
+            .apply(agents.chat_agent(latency=0.01))
+            .to_datastream()
+        )
+    assert plain == [pyflink_class] * 2
+    warnings = [r for r in caplog.records if missing in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    assert sorted(r["i"] for r in collect(out)) == list(range(6))

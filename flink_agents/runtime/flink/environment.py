@@ -7,6 +7,11 @@ is the plan's JSON (plus its secrets, pickled with the function, never in the JS
 The environment also sets up the Python workers, which must find this venv:
 ``python.executable`` and, for thread mode, ``python.pythonpath``; and the execution mode,
 ``thread`` unless the agents configuration or the Flink configuration says otherwise.
+
+The function runs in an operator of the bridge jar instead of PyFlink's (:data:`OPERATORS`):
+the same operator plus a call into the function right before each checkpoint barrier, which
+saves durable call records (see :mod:`flink_agents.runtime.flink.function`). Without those
+classes (bridge jar not built) the environment warns once and uses PyFlink's operator.
 """
 
 from __future__ import annotations
@@ -20,7 +25,13 @@ from typing import Any
 from pyflink.common import Row, WatermarkStrategy
 from pyflink.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, Types
 from pyflink.common.watermark_strategy import TimestampAssigner
-from pyflink.datastream import DataStream, KeySelector, StreamExecutionEnvironment
+from pyflink.datastream import (
+    DataStream,
+    KeyedProcessFunction,
+    KeyedStream,
+    KeySelector,
+    StreamExecutionEnvironment,
+)
 from pyflink.java_gateway import get_gateway
 
 from flink_agents.api.agents.agent import Agent
@@ -34,6 +45,21 @@ from flink_agents.runtime.flink.function import (
 )
 
 log = logging.getLogger("flink_agents.runtime.flink")
+
+_PYFLINK_OPERATORS = "org.apache.flink.streaming.api.operators.python."
+#: PyFlink's keyed process operator class -> ours with the checkpoint-barrier hook (bridge
+#: jar), by execution mode.
+OPERATORS = {
+    "thread": (
+        _PYFLINK_OPERATORS + "embedded.EmbeddedPythonKeyedProcessOperator",
+        "org.flinkagents.flink.AgentKeyedProcessOperator",
+    ),
+    "process": (
+        _PYFLINK_OPERATORS + "process.ExternalPythonKeyedProcessOperator",
+        "org.flinkagents.flink.AgentExternalKeyedProcessOperator",
+    ),
+}
+_warned_no_barrier_operator = False
 
 #: Agents-config key (and Flink option) choosing PyFlink's Python execution mode.
 EXECUTION_MODE = "python.execution-mode"
@@ -83,6 +109,78 @@ class _UserKey(KeySelector):
 
     def get_key(self, value: Any) -> Any:
         return self._func(value)
+
+
+def _barrier_operator_class(name: str) -> Any:
+    """The Java class ``name`` as the client loads it (the job's jars are added to the py4j
+    context class loader by ``env.add_jars``), or None; warns once when it is missing."""
+    global _warned_no_barrier_operator
+    from pyflink.util.java_utils import load_java_class
+
+    from flink_agents.runtime.java import bridge_jars
+
+    try:
+        # The job ships the class only with the bridge jar (the client may know it from an
+        # earlier job of this process).
+        if not bridge_jars():
+            raise LookupError("the bridge jar is not built")
+        return load_java_class(name)
+    except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
+        if not _warned_no_barrier_operator:
+            _warned_no_barrier_operator = True
+            log.warning(
+                "%s is not in the job's jars (build the bridge jar: `make java`): using "
+                "PyFlink's operator, which saves durable call records only at timers, so a "
+                "restore may repeat calls completed shortly before the checkpoint (%s)",
+                name,
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            )
+        return None
+
+
+def keyed_process(
+    keyed: KeyedStream, function: KeyedProcessFunction, output_type: TypeInformation, mode: str
+) -> DataStream:
+    """``keyed.process(function, output_type)`` (``mode``: ``python.execution-mode``), with
+    PyFlink's operator replaced by ours (:data:`OPERATORS`) when its class is available."""
+    pyflink_class, our_class = OPERATORS.get(mode, ("", ""))
+    our_operator = _barrier_operator_class(our_class) if our_class else None
+    if our_operator is None:
+        return keyed.process(function, output_type=output_type)
+    from pyflink.datastream.data_stream import _get_one_input_stream_operator
+    from pyflink.fn_execution.flink_fn_execution_pb2 import UserDefinedDataStreamFunction
+
+    # What KeyedStream.process does, with our class made from the same arguments.
+    j_plain, j_output_type = _get_one_input_stream_operator(
+        keyed,
+        function,
+        UserDefinedDataStreamFunction.KEYED_PROCESS,  # type: ignore[attr-defined]
+        output_type,
+    )
+    j_operator = j_plain
+    if j_plain.getClass().getName() == pyflink_class:
+        j_input_type = keyed._j_data_stream.getTransformation().getOutputType()
+        j_operator = our_operator.getConstructors()[0].newInstance(
+            _java_objects(
+                [
+                    j_plain.getConfiguration(),
+                    j_plain.getPythonFunctionInfo(),
+                    j_input_type,
+                    j_output_type,
+                ]
+            )
+        )
+    else:  # PyFlink chose another operator than expected: keep it
+        log.warning("unexpected keyed process operator %s: no barrier hook", j_plain.getClass())
+    return DataStream(keyed._j_data_stream.transform("KEYED PROCESS", j_output_type, j_operator))
+
+
+def _java_objects(values: list[Any]) -> Any:
+    gateway = get_gateway()
+    array = gateway.new_array(gateway.jvm.Object, len(values))
+    for i, value in enumerate(values):
+        array[i] = value
+    return array
 
 
 def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:
@@ -168,23 +266,30 @@ class FlinkAgentBuilder(AgentBuilder):
                 f"{type(self._key_selector).__name__}"
             )
         function = AgentProcessFunction(plan.model_dump_json(), plan.secrets, keyless=keyless)
-        return (
-            self._stream.key_by(selector)
-            .process(function, output_type=output_type)
-            .name("flink-agents")
+        keyed = self._stream.key_by(selector)
+        return keyed_process(keyed, function, output_type, self._env.execution_mode()).name(
+            "flink-agents"
         )
 
     def _timestamp_operator(self, carry: bool) -> Any:
         """The Java operator that unwraps the pairs, or None without the bridge jar."""
+        from pyflink.util.java_utils import load_java_class
+
         from flink_agents.runtime.java import bridge_jars
 
-        if not bridge_jars():
+        self._env.configure_workers()  # adds the jars to the client's classloader
+        try:
+            if not bridge_jars():
+                raise LookupError("no bridge jar")
+            load_java_class(_TIMESTAMP_OPERATOR)
+        except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
             log.warning(
-                "the flink-agents bridge jar is missing (build it with `make java`): outputs "
-                "go through two Python operators instead of one Java operator"
+                "%s is not in the job's jars (build the bridge jar: `make java`): outputs go "
+                "through two Python operators instead of one Java operator (%s)",
+                _TIMESTAMP_OPERATOR,
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             )
             return None
-        self._env.configure_workers()  # adds the jar to the client's classloader
         return get_gateway().jvm.org.flinkagents.flink.CarriedTimestampOperator(carry)
 
     def to_datastream(

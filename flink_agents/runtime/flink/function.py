@@ -25,12 +25,38 @@ put back on the output downstream (outputs from timers would otherwise carry no 
 the drain timer's): :data:`KEEP_TIMESTAMP` for outputs emitted while their input is processed
 (Flink already gave them its timestamp; reading it costs a call per record),
 :data:`NO_TIMESTAMP` for an input without one, else the input's timestamp.
+
+When durable records are saved: a durable call completes on the slot's loop thread
+(:meth:`~flink_agents.runtime.flink.slot.KeyWork.record`), where no keyed state may be
+written, and PyFlink lets a function write only the state of the current key, from
+``process_element`` / ``on_timer``. So records are written to ``durable``
+
+- right before every checkpoint barrier, for every key with work in flight, including runs
+  that finished but are not committed yet (:meth:`AgentProcessFunction.before_barrier`).
+  The environment runs the function in an operator of the bridge jar instead of PyFlink's:
+  in thread mode ``org.flinkagents.flink.AgentKeyedProcessOperator``, whose
+  ``prepareSnapshotPreBarrier`` calls the hook that :func:`claim_barrier_hook` hands it; in
+  process mode ``org.flinkagents.flink.AgentExternalKeyedProcessOperator``, which hands the
+  function a timer at :data:`BARRIER_TIMER` in the bundle that the barrier finishes
+  (PyFlink's operator runs no Python at a barrier when that bundle is empty). The hook
+  switches the keyed state backend (the Java one in thread mode, PyFlink's Python one in
+  process mode) to each key and back; the key object is taken from the backend when the key
+  first waits, so nothing is added to the synchronous path. A checkpoint therefore holds
+  every call completed before its barrier, and a restore from it repeats only calls
+  completed after the barrier (or still running);
+- at each processing-time timer of the key while its run is in progress. Without the bridge
+  jar's operator classes (the environment warns once and uses PyFlink's operators) this is
+  all there is: a call completed after the key's last timer before a checkpoint is repeated
+  after a restore from it.
+
+Runs that complete without waiting are committed at once and need no record.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -63,6 +89,59 @@ NO_TIMESTAMP = KEEP_TIMESTAMP + 1
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
 _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
+
+#: Time of the timer that the process-mode operator hands the function right before each
+#: checkpoint barrier (Long.MIN_VALUE; ``AgentExternalKeyedProcessOperator.BARRIER_TIMER``).
+BARRIER_TIMER = -(2**63)
+
+#: The function opened last on each thread (thread mode) and not bound to a barrier hook yet,
+#: by thread id. One per thread: a keyed function heads its operator, so an operator never
+#: holds two; an entry left by PyFlink's plain operator is replaced by the next open().
+_UNCLAIMED: dict[int, AgentProcessFunction] = {}
+_UNCLAIMED_LOCK = threading.Lock()
+
+
+class BarrierHook:
+    """What the thread-mode operator calls right before each checkpoint barrier."""
+
+    def __init__(self, function: AgentProcessFunction | None) -> None:
+        self._function = function
+
+    def before_barrier(self, checkpoint_id: int) -> None:
+        """Save the function's durable records (:meth:`AgentProcessFunction.before_barrier`)."""
+        if self._function is not None:
+            self._function.before_barrier(checkpoint_id)
+
+
+def claim_barrier_hook() -> BarrierHook:
+    """The checkpoint-barrier hook of the function opened last on this thread.
+
+    Called by the Java operator ``org.flinkagents.flink.AgentKeyedProcessOperator`` (thread
+    mode) in its Python interpreter right after the function's ``open()``, on the same
+    thread. The operator calls the hook's ``before_barrier(checkpoint_id)`` in
+    ``prepareSnapshotPreBarrier``, on the task thread.
+    """
+    with _UNCLAIMED_LOCK:
+        function = _UNCLAIMED.pop(threading.get_ident(), None)
+    if function is None:
+        log.warning("no flink-agents function was opened on this thread: no barrier hook")
+    else:
+        function.barrier_hook = True
+    return BarrierHook(function)
+
+
+def _key_backend(runtime_context: RuntimeContext) -> tuple[Any, bool]:
+    """The keyed state backend whose current key the barrier hook switches, and whether it
+    is the Java one (PyFlink internals). Thread mode: the Java ``KeyedStateBackend`` behind
+    ``fn_execution.embedded.state_impl.KeyedStateBackend``; process mode: PyFlink's
+    ``fn_execution.state_impl.RemoteKeyedStateBackend``. None if neither is found."""
+    backend = getattr(runtime_context, "_keyed_state_backend", None)
+    j_backend = getattr(backend, "_keyed_state_backend", None)
+    if j_backend is not None:
+        return j_backend, True
+    if hasattr(backend, "set_current_key") and hasattr(backend, "get_current_key"):
+        return backend, False
+    return None, False
 
 
 def _timestamp(ctx: KeyedProcessFunction.Context) -> int:
@@ -108,11 +187,19 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._keyless = keyless
         self.slot: SlotRuntime | None = None
         self._active: dict[Any, KeyWork] = {}
+        self._key_backend: Any = None
+        self._java_keys = False
+        self._barrier_failed = False
+        #: Whether an operator may call :meth:`before_barrier`, so keys going async keep
+        #: their state key (thread mode: once claim_barrier_hook bound the function).
+        self.barrier_hook = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["slot"] = None
         state["_active"] = {}
+        state["_key_backend"] = None
+        state["barrier_hook"] = False
         return state
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -154,10 +241,23 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._check_restored = _may_hold_pending(runtime_context)
         if self._check_restored:
             log.info("keyed state may hold pending inputs from before a restore")
+        self._barrier_failed = False
+        self._key_backend, self._java_keys = _key_backend(runtime_context)
+        # Process mode: a barrier timer (BARRIER_TIMER) may come, from the bridge jar's
+        # operator. Thread mode: the operator binds the function right after open() returns
+        # (claim_barrier_hook); until then there is no hook.
+        self.barrier_hook = self._key_backend is not None and not self._java_keys
+        if self._java_keys:
+            with _UNCLAIMED_LOCK:
+                _UNCLAIMED[threading.get_ident()] = self
 
     def close(self) -> None:
         # Not a shutdown: in thread mode close() comes before the last timers fire, so the
         # slot closes itself when its last run ends (see SlotRuntime.close).
+        with _UNCLAIMED_LOCK:
+            for thread_id, function in list(_UNCLAIMED.items()):
+                if function is self:
+                    del _UNCLAIMED[thread_id]
         if self.slot is not None:
             self.slot.close()
 
@@ -197,6 +297,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot.stats["async"] += 1
         self._active[key] = work
         item.ts = _timestamp(ctx)  # before any timer can emit the item's outputs
+        if self.barrier_hook:
+            # For before_barrier. Only here and in _resume: not per record.
+            work.state_key = self._state_key()
         self.pending.add(item.to_state())
         work.stored = True
         self._arm(work, ctx)
@@ -248,6 +351,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.queue.extend(items)
         work.running = True
         self._active[key] = work
+        if self.barrier_hook:
+            work.state_key = self._state_key()
         slot.start(work)
         self._arm(work, ctx)
         return work
@@ -266,6 +371,9 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     # -- timers ---------------------------------------------------------------------------------
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
+        if timestamp == BARRIER_TIMER:
+            self.before_barrier(None)  # process mode: the operator's barrier timer
+            return
         slot = self.slot
         assert slot is not None
         key = ctx.get_current_key()
@@ -295,13 +403,86 @@ class AgentProcessFunction(KeyedProcessFunction):
             if not drain:
                 service.delete_event_time_timer(DRAIN_TIME)
             return
-        for item_id, call_id, rec in work.unpersisted():
+        self._save_durable(work, work.unpersisted())
+        self._arm(work, ctx)
+
+    # -- durable records ----------------------------------------------------------------------
+    def _save_durable(self, work: KeyWork, records: list[tuple[str, str, Any]]) -> None:
+        """Write ``records`` of ``work``'s key (the current key of the state backend)."""
+        for item_id, call_id, rec in records:
             try:
                 self.durable.put(f"{item_id}/{call_id}", pickle.dumps(rec))
             except Exception as exc:  # noqa: BLE001 - an unpicklable error result
-                log.warning("durable call %s of key %r not saved: %s", call_id, key, exc)
+                log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
             work.persisted.add((item_id, call_id))
-        self._arm(work, ctx)
+
+    def _state_key(self) -> Any:
+        """The current key as the keyed state backend holds it (the Java backend: a Row
+        that PyFlink's key selector makes for each record, never reused)."""
+        backend = self._key_backend
+        return backend.getCurrentKey() if self._java_keys else backend.get_current_key()
+
+    def _set_state_key(self, key: Any) -> None:
+        if self._java_keys:
+            self._key_backend.setCurrentKey(key)
+        else:
+            self._key_backend.set_current_key(key)
+
+    def before_barrier(self, checkpoint_id: int | None) -> None:
+        """Save the durable records that keyed state does not hold yet, of every key with
+        work in flight (runs in progress and runs finished but not committed).
+
+        Called by the operator right before it emits a checkpoint barrier, on the thread
+        that runs the function, between two of its calls (``checkpoint_id`` is None in
+        process mode, where it comes as a timer). Switches the keyed state backend to each
+        such key and then back. An error is logged, not raised: it would fail the
+        checkpoint and the task, and the records are still saved at the keys' timers.
+        """
+        if self.slot is None or self._key_backend is None:
+            return
+        try:
+            saved = self._save_before_barrier()
+        except Exception:
+            log.log(
+                logging.DEBUG if self._barrier_failed else logging.ERROR,
+                "saving durable call records before the barrier of checkpoint %s failed; "
+                "they are saved at the keys' timers",
+                checkpoint_id,
+                exc_info=True,
+            )
+            self._barrier_failed = True
+            return
+        stats = self.slot.stats
+        stats["barriers"] = stats.get("barriers", 0) + 1
+        if saved:
+            stats["barrier_saves"] = stats.get("barrier_saves", 0) + saved
+            log.debug(
+                "checkpoint %s: saved %d durable call record(s) before the barrier",
+                checkpoint_id,
+                saved,
+            )
+
+    def _save_before_barrier(self) -> int:
+        previous: Any = None
+        switched = False
+        saved = 0
+        try:
+            for work in self._active.values():
+                if work.state_key is None:
+                    continue
+                records = work.unpersisted()
+                if not records:
+                    continue
+                if not switched:
+                    previous = self._state_key()
+                    switched = True
+                self._set_state_key(work.state_key)
+                self._save_durable(work, records)
+                saved += len(records)
+        finally:
+            if switched and previous is not None:
+                self._set_state_key(previous)
+        return saved
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(self, work: KeyWork) -> Iterator[Any]:

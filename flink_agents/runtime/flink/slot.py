@@ -109,6 +109,9 @@ class KeyWork:
         self.timer_at: int | None = None
         #: Whether the inputs of this work are in the pending ``ListState``.
         self.stored = False
+        #: The key as the Java keyed state backend holds it (thread mode with the barrier
+        #: hook only), so that durable records can be saved outside this key's callbacks.
+        self.state_key: Any = None
 
     def enqueue(self, item: Item) -> bool | None:
         """Queue ``item``.

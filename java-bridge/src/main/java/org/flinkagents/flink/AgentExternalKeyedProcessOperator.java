@@ -1,0 +1,75 @@
+package org.flinkagents.flink;
+
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.java.typeutils.RowTypeInfo;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
+import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
+import org.apache.flink.streaming.api.operators.python.process.AbstractExternalDataStreamPythonFunctionOperator;
+import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
+import org.apache.flink.types.Row;
+
+/**
+ * PyFlink's process-mode keyed process operator plus one hook: right before each checkpoint
+ * barrier it hands the Python function a processing-time timer at {@link #BARRIER_TIMER}
+ * (for the operator's current key), in the bundle that the barrier then finishes. The
+ * function takes a timer at that time for the barrier hook: it writes the durable call
+ * records of every key with work in flight to keyed state (state writes of a bundle reach
+ * the state backend when the bundle finishes, before the barrier).
+ *
+ * <p>PyFlink's own operator runs no Python at a barrier when the current bundle is empty
+ * ({@code invokeFinishBundle} does nothing then), so the timer is what makes the hook run at
+ * every barrier. No timer is registered: the Python side gets it like a timer that fired.
+ *
+ * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
+ * function with the Python operators that follow it.
+ */
+public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedProcessOperator<OUT> {
+
+    private static final long serialVersionUID = 1L;
+
+    /** Time of the barrier timer ({@code flink_agents.runtime.flink.function.BARRIER_TIMER}). */
+    public static final long BARRIER_TIMER = Long.MIN_VALUE;
+
+    private transient boolean finished;
+
+    public AgentExternalKeyedProcessOperator(
+            Configuration config,
+            DataStreamPythonFunctionInfo pythonFunctionInfo,
+            RowTypeInfo inputTypeInfo,
+            TypeInformation<OUT> outputTypeInfo) {
+        super(config, pythonFunctionInfo, inputTypeInfo, outputTypeInfo);
+    }
+
+    @Override
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        Object key = getCurrentKey();
+        if (!finished && key instanceof Row) {
+            // Before any element or timer there is no key, and nothing in flight either.
+            onProcessingTime(
+                    new TimerHeapInternalTimer<Row, Object>(
+                            BARRIER_TIMER, (Row) key, VoidNamespace.INSTANCE));
+        }
+        super.prepareSnapshotPreBarrier(checkpointId);
+    }
+
+    @Override
+    public void finish() throws Exception {
+        finished = true;
+        super.finish();
+    }
+
+    @Override
+    public void close() throws Exception {
+        finished = true;
+        super.close();
+    }
+
+    @Override
+    public <T> AbstractExternalDataStreamPythonFunctionOperator<T> copy(
+            DataStreamPythonFunctionInfo pythonFunctionInfo, TypeInformation<T> outputTypeInfo) {
+        return new AgentExternalKeyedProcessOperator<>(
+                config, pythonFunctionInfo, (RowTypeInfo) getInputTypeInfo(), outputTypeInfo);
+    }
+}

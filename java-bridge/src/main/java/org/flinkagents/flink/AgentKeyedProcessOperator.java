@@ -1,0 +1,117 @@
+package org.flinkagents.flink;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
+import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedDataStreamPythonFunctionOperator;
+import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedPythonFunctionOperator;
+import org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKeyedProcessOperator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * PyFlink's thread-mode keyed process operator plus one hook: right before each checkpoint
+ * barrier it calls into the Python function, which writes the durable call records of every
+ * key with work in flight to keyed state (a PyFlink {@code KeyedProcessFunction} can only
+ * write state of the current key from {@code process_element} / {@code on_timer}, and the
+ * embedded operator's own {@link #prepareSnapshotPreBarrier} runs no Python at all).
+ *
+ * <p>The hook is the Python object that {@code flink_agents.runtime.flink.function
+ * .claim_barrier_hook()} returns right after the function's {@code open()}, kept as a global
+ * of this operator's interpreter; its {@code before_barrier(checkpoint_id)} is called the way
+ * the operator calls {@code operation.on_timer} ({@code invokeMethod}: pemja's
+ * {@code invoke} of a global function crashed the JVM in {@code func_dealloc} here). It runs
+ * on the task thread, the thread that runs every other call of the function; it switches the
+ * keyed state backend's current key itself and puts the previous key back.
+ *
+ * <p>The interpreter is reached by reflection, never through the {@code pemja} type: this
+ * class comes from a user jar, loaded child first, and {@code flink run -py} puts
+ * flink-python (with pemja) among the job's jars too, so linking {@code pemja.core
+ * .PythonInterpreter} from here loads a second copy of it (a loader constraint violation).
+ *
+ * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
+ * function with the Python operators that follow it.
+ */
+public class AgentKeyedProcessOperator<K, IN, OUT>
+        extends EmbeddedPythonKeyedProcessOperator<K, IN, OUT> {
+
+    private static final long serialVersionUID = 1L;
+
+    private static final Logger LOG = LoggerFactory.getLogger(AgentKeyedProcessOperator.class);
+
+    /** Name of the hook in the operator's Python interpreter. */
+    static final String HOOK = "__flink_agents_before_barrier";
+
+    private final TypeInformation<IN> inputType;
+
+    /** The operator's {@code pemja.core.PythonInterpreter}; null: no hook. */
+    private transient Object python;
+
+    private transient Method invokeMethod;
+
+    public AgentKeyedProcessOperator(
+            Configuration config,
+            DataStreamPythonFunctionInfo pythonFunctionInfo,
+            TypeInformation<IN> inputTypeInfo,
+            TypeInformation<OUT> outputTypeInfo) {
+        super(config, pythonFunctionInfo, inputTypeInfo, outputTypeInfo);
+        this.inputType = inputTypeInfo;
+    }
+
+    @Override
+    public void openPythonInterpreter() {
+        super.openPythonInterpreter();
+        try {
+            Field field = AbstractEmbeddedPythonFunctionOperator.class.getDeclaredField("interpreter");
+            field.setAccessible(true);
+            Object interpreter = field.get(this);
+            Method exec = interpreter.getClass().getMethod("exec", String.class);
+            exec.invoke(
+                    interpreter,
+                    "from flink_agents.runtime.flink.function import claim_barrier_hook"
+                            + " as __flink_agents_claim");
+            exec.invoke(interpreter, HOOK + " = __flink_agents_claim()");
+            invokeMethod =
+                    interpreter
+                            .getClass()
+                            .getMethod("invokeMethod", String.class, String.class, Object[].class);
+            python = interpreter;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // E.g. an older flink_agents on the workers: run as the plain operator.
+            LOG.warn(
+                    "flink-agents: no checkpoint-barrier hook in the Python function; durable"
+                            + " call records are saved at timers only",
+                    e);
+        }
+    }
+
+    @Override
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        Object interpreter = python;
+        if (interpreter != null) {
+            try {
+                invokeMethod.invoke(
+                        interpreter, HOOK, "before_barrier", new Object[] {checkpointId});
+            } catch (InvocationTargetException e) {
+                Throwable cause = e.getCause();
+                throw cause instanceof Exception ? (Exception) cause : e;
+            }
+        }
+        super.prepareSnapshotPreBarrier(checkpointId);
+    }
+
+    @Override
+    public void close() throws Exception {
+        python = null;
+        super.close();
+    }
+
+    @Override
+    public <T> AbstractEmbeddedDataStreamPythonFunctionOperator<T> copy(
+            DataStreamPythonFunctionInfo pythonFunctionInfo, TypeInformation<T> outputTypeInfo) {
+        return new AgentKeyedProcessOperator<>(config, pythonFunctionInfo, inputType, outputTypeInfo);
+    }
+}
