@@ -141,7 +141,7 @@ def test_the_operator_class_and_its_fallback(monkeypatch, caplog) -> None:
     assert _operator_class(pairs()) == our_class
     missing = "org.flinkagents.flink.Missing"
     monkeypatch.setitem(environment.OPERATORS, MODE, (pyflink_class, missing))
-    monkeypatch.setattr(environment, "_warned_no_barrier_operator", False)
+    monkeypatch.setattr(environment, "_warned_missing", set())
     with caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"):
         plain = [_operator_class(pairs()) for _ in range(2)]
         env, agents_env = make_env()

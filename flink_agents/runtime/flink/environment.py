@@ -59,7 +59,8 @@ OPERATORS = {
         "org.flinkagents.flink.AgentExternalKeyedProcessOperator",
     ),
 }
-_warned_no_barrier_operator = False
+#: Bridge classes already warned about as missing.
+_warned_missing: set[str] = set()
 
 #: Agents-config key (and Flink option) choosing PyFlink's Python execution mode.
 EXECUTION_MODE = "python.execution-mode"
@@ -111,10 +112,10 @@ class _UserKey(KeySelector):
         return self._func(value)
 
 
-def _barrier_operator_class(name: str) -> Any:
-    """The Java class ``name`` as the client loads it (the job's jars are added to the py4j
-    context class loader by ``env.add_jars``), or None; warns once when it is missing."""
-    global _warned_no_barrier_operator
+def _bridge_class(name: str, without: str) -> Any:
+    """The bridge jar's Java class ``name`` as the client loads it (the job's jars are added
+    to the py4j context class loader by ``env.add_jars``), or None; warns once per class
+    when it is missing, saying what the job does ``without`` it."""
     from pyflink.util.java_utils import load_java_class
 
     from flink_agents.runtime.java import bridge_jars
@@ -126,13 +127,12 @@ def _barrier_operator_class(name: str) -> Any:
             raise LookupError("the bridge jar is not built")
         return load_java_class(name)
     except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
-        if not _warned_no_barrier_operator:
-            _warned_no_barrier_operator = True
+        if name not in _warned_missing:
+            _warned_missing.add(name)
             log.warning(
-                "%s is not in the job's jars (build the bridge jar: `make java`): using "
-                "PyFlink's operator, which saves durable call records only at timers, so a "
-                "restore may repeat calls completed shortly before the checkpoint (%s)",
+                "%s is not in the job's jars (build the bridge jar: `make java`): %s (%s)",
                 name,
+                without,
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             )
         return None
@@ -144,7 +144,15 @@ def keyed_process(
     """``keyed.process(function, output_type)`` (``mode``: ``python.execution-mode``), with
     PyFlink's operator replaced by ours (:data:`OPERATORS`) when its class is available."""
     pyflink_class, our_class = OPERATORS.get(mode, ("", ""))
-    our_operator = _barrier_operator_class(our_class) if our_class else None
+    our_operator = (
+        _bridge_class(
+            our_class,
+            "using PyFlink's operator, which saves durable call records only at timers, so "
+            "a restore may repeat calls completed shortly before the checkpoint",
+        )
+        if our_class
+        else None
+    )
     if our_operator is None:
         return keyed.process(function, output_type=output_type)
     from pyflink.datastream.data_stream import _get_one_input_stream_operator
@@ -273,22 +281,8 @@ class FlinkAgentBuilder(AgentBuilder):
 
     def _timestamp_operator(self, carry: bool) -> Any:
         """The Java operator that unwraps the pairs, or None without the bridge jar."""
-        from pyflink.util.java_utils import load_java_class
-
-        from flink_agents.runtime.java import bridge_jars
-
-        self._env.configure_workers()  # adds the jars to the client's classloader
-        try:
-            if not bridge_jars():
-                raise LookupError("no bridge jar")
-            load_java_class(_TIMESTAMP_OPERATOR)
-        except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
-            log.warning(
-                "%s is not in the job's jars (build the bridge jar: `make java`): outputs go "
-                "through two Python operators instead of one Java operator (%s)",
-                _TIMESTAMP_OPERATOR,
-                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-            )
+        self._env._add_jars()  # into the client's classloader too
+        if _bridge_class(_TIMESTAMP_OPERATOR, "outputs go through two Python operators") is None:
             return None
         return get_gateway().jvm.org.flinkagents.flink.CarriedTimestampOperator(carry)
 
