@@ -150,23 +150,25 @@ def _timestamp(ctx: KeyedProcessFunction.Context) -> int:
     return NO_TIMESTAMP if ts is None or ts == KEEP_TIMESTAMP else ts
 
 
-def _may_hold_pending(runtime_context: RuntimeContext) -> bool:
+def _may_hold_pending(java_backend: Any) -> bool:
     """False when no key has pending inputs in keyed state (a fresh start, or a restore from
     a checkpoint without any); True when some may.
 
-    Thread mode asks the Java keyed state backend for the keys of ``fa-pending`` (PyFlink
-    internals, so any failure answers True); process mode cannot ask and answers True.
+    Thread mode asks the Java keyed state backend (see :func:`_key_backend`) for the keys of
+    ``fa-pending`` (PyFlink internals, so any failure answers True); process mode
+    (``java_backend`` None) cannot ask and answers True.
     """
+    if java_backend is None:
+        return True
     try:
         from pyflink.fn_execution.embedded.state_impl import JVoidNamespace_INSTANCE
 
-        backend = runtime_context._keyed_state_backend._keyed_state_backend  # type: ignore[attr-defined]
-        keys = backend.getKeys("fa-pending", JVoidNamespace_INSTANCE)
+        keys = java_backend.getKeys("fa-pending", JVoidNamespace_INSTANCE)
         try:
             return bool(keys.findAny().isPresent())
         finally:
             keys.close()
-    except Exception:  # noqa: BLE001 - not thread mode, or PyFlink changed: check per record
+    except Exception:  # noqa: BLE001 - PyFlink changed: check per record
         return True
 
 
@@ -236,13 +238,13 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.durable = runtime_context.get_map_state(
             MapStateDescriptor("fa-durable", Types.STRING(), Types.PICKLED_BYTE_ARRAY())
         )
-        # Whether a new input must look for inputs left in pending state by a restore: a
-        # state read per record, skipped when keyed state certainly holds none.
-        self._check_restored = _may_hold_pending(runtime_context)
-        if self._check_restored:
-            log.info("keyed state may hold pending inputs from before a restore")
         self._barrier_failed = False
         self._key_backend, self._java_keys = _key_backend(runtime_context)
+        # Whether a new input must look for inputs left in pending state by a restore: a
+        # state read per record, skipped when keyed state certainly holds none.
+        self._check_restored = _may_hold_pending(self._key_backend if self._java_keys else None)
+        if self._check_restored:
+            log.info("keyed state may hold pending inputs from before a restore")
         # Process mode: a barrier timer (BARRIER_TIMER) may come, from the bridge jar's
         # operator. Thread mode: the operator binds the function right after open() returns
         # (claim_barrier_hook); until then there is no hook.
