@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 from pyflink.common import Configuration, WatermarkStrategy
@@ -57,13 +58,17 @@ class _SlowRecords(MapFunction):
 _RECORD_SLACK = 0.05
 
 
-def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path) -> None:
-    out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
-    sent = tmp_path / "sent.jsonl"
+def _restartable_env(
+    tmp_path, *, attempts: int, delay: str, bundle: tuple[int, int], checkpoint_ms: int, **config
+) -> tuple[StreamExecutionEnvironment, AgentsExecutionEnvironment]:
+    """A one-slot MiniCluster job with checkpointing and a fixed-delay restart strategy, in
+    the mode under test; ``bundle`` is (size, time in ms) of the Python bundles (checkpoint
+    barriers wait for the open bundles in process mode). The test agents' files live in
+    ``tmp_path``: ``failed`` (marker), ``out`` (sink) and ``calls.jsonl``."""
     conf = Configuration()
     conf.set_string("restart-strategy.type", "fixed-delay")
-    conf.set_string("restart-strategy.fixed-delay.attempts", "3")
-    conf.set_string("restart-strategy.fixed-delay.delay", "2 s")
+    conf.set_string("restart-strategy.fixed-delay.attempts", str(attempts))
+    conf.set_string("restart-strategy.fixed-delay.delay", delay)
     # One slot: the restart must get the failed attempt's slot back.
     conf.set_string("taskmanager.numberOfTaskSlots", "1")
     if MODE == "process":
@@ -74,19 +79,44 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
         # a second TaskManager gives the restart somewhere to go. (Thread mode has no Beam
         # operator: the whole job runs embedded.)
         conf.set_string("minicluster.number-of-taskmanagers", "2")
-    # Small bundles: checkpoint barriers wait for the Python operators' open bundles.
-    conf.set_string("python.fn-execution.bundle.size", "10")
-    conf.set_string("python.fn-execution.bundle.time", "50")
+    conf.set_string("python.execution-mode", MODE)  # the whole job, upstream maps too
+    conf.set_string("python.fn-execution.bundle.size", str(bundle[0]))
+    conf.set_string("python.fn-execution.bundle.time", str(bundle[1]))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
-    env.enable_checkpointing(250)
+    env.enable_checkpointing(checkpoint_ms)
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
         env,
         **{
             "python.execution-mode": MODE,
-            "test.marker": str(marker),
-            "test.out_dir": str(out_dir),
-            "test.calls_file": str(calls),
+            "test.marker": str(tmp_path / "failed"),
+            "test.out_dir": str(tmp_path / "out"),
+            "test.calls_file": str(tmp_path / "calls.jsonl"),
+            **config,
+        },
+    )
+    return env, agents_env
+
+
+def _sink_exactly_once(out: Any, out_dir: Any) -> None:
+    """Outputs as JSON lines to a FileSink that commits on checkpoints."""
+    out.map(json.dumps, output_type=Types.STRING()).sink_to(
+        FileSink.for_row_format(str(out_dir), Encoder.simple_string_encoder())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+
+
+def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path) -> None:
+    out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
+    sent = tmp_path / "sent.jsonl"
+    env, agents_env = _restartable_env(
+        tmp_path,
+        attempts=3,
+        delay="2 s",
+        bundle=(10, 50),
+        checkpoint_ms=250,
+        **{
             "test.fail_at": FAIL_AT,
             # Runs stay in flight 0.2 s after their model call: calls completed and not
             # committed yet are what a checkpoint must hold.
@@ -104,11 +134,7 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path)
         .apply(agents.recovery_agent(latency=0.05))
         .to_datastream()
     )
-    out.map(json.dumps, output_type=Types.STRING()).sink_to(
-        FileSink.for_row_format(str(out_dir), Encoder.simple_string_encoder())
-        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
-        .build()
-    )
+    _sink_exactly_once(out, out_dir)
     agents_env.execute("recovery")
 
     assert marker.exists(), "the injected failure did not happen"
@@ -187,29 +213,8 @@ def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_
     past the run's failure (whose records a timer does not save).
     """
     out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
-    conf = Configuration()
-    conf.set_string("restart-strategy.type", "fixed-delay")
-    conf.set_string("restart-strategy.fixed-delay.attempts", "2")
-    conf.set_string("restart-strategy.fixed-delay.delay", "1 s")
-    conf.set_string("taskmanager.numberOfTaskSlots", "1")
-    if MODE == "process":
-        conf.set_string("minicluster.number-of-taskmanagers", "2")  # see the test above
-    # The whole job in the mode under test (the upstream map too: no bundles in thread mode);
-    # in process mode small bundles, as barriers wait for the open bundles.
-    conf.set_string("python.execution-mode", MODE)
-    conf.set_string("python.fn-execution.bundle.size", "5")
-    conf.set_string("python.fn-execution.bundle.time", "20")
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_parallelism(1)
-    env.enable_checkpointing(100)
-    agents_env = AgentsExecutionEnvironment.get_execution_environment(
-        env,
-        **{
-            "python.execution-mode": MODE,
-            "test.marker": str(marker),
-            "test.out_dir": str(out_dir),
-            "test.calls_file": str(calls),
-        },
+    env, agents_env = _restartable_env(
+        tmp_path, attempts=2, delay="1 s", bundle=(5, 20), checkpoint_ms=100
     )
     numbers = env.from_source(
         NumberSequenceSource(0, WARMUPS + TICKS), WatermarkStrategy.no_watermarks(), "numbers"
@@ -220,11 +225,7 @@ def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_
         .apply(agents.call_once_agent())
         .to_datastream()
     )
-    out.map(json.dumps, output_type=Types.STRING()).sink_to(
-        FileSink.for_row_format(str(out_dir), Encoder.simple_string_encoder())
-        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
-        .build()
-    )
+    _sink_exactly_once(out, out_dir)
     agents_env.execute("durable call before a checkpoint")
 
     assert marker.exists(), "the injected failure did not happen"
