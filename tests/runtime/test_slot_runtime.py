@@ -26,7 +26,7 @@ def test_close_after_runs_stops_the_loop_and_the_call_threads() -> None:
     work.running = True
     slot.acquire()
     slot.start(work)
-    assert work.idle.wait(5)
+    assert work.wait_idle(5)
     [(item, outcome)] = work.take_results()
     assert outcome.outputs == [{"key": "k", "i": 1}]
     slot.close()

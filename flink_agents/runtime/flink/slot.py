@@ -98,7 +98,10 @@ class KeyWork:
         self.results: deque[tuple[Item, Outcome]] = deque()
         self.running = False
         self.failed = False
-        self.idle = threading.Event()
+        # Whether the chain has stopped (nothing running); the Event is made only when
+        # somebody waits for it (the drain timer): most chains finish without a waiter.
+        self._idle = False
+        self._idle_event: threading.Event | None = None
         #: Durable records restored from keyed state, by input id (answered, not called).
         self.restored: dict[str, dict[str, DurableRecord]] = durable or {}
         #: Durable records of runs not committed yet, by input id and call id.
@@ -127,8 +130,31 @@ class KeyWork:
             if self.running:
                 return False
             self.running = True
-            self.idle.clear()
+            self._idle = False
+            if self._idle_event is not None:
+                self._idle_event.clear()
             return True
+
+    @property
+    def idle(self) -> bool:
+        """Whether the chain has stopped: no input is running."""
+        return self._idle
+
+    def set_idle(self) -> None:
+        """Mark the chain stopped (loop thread; the caller holds ``lock``)."""
+        self._idle = True
+        if self._idle_event is not None:
+            self._idle_event.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until the chain has stopped; False if ``timeout`` passed first."""
+        with self.lock:
+            if self._idle:
+                return True
+            if self._idle_event is None:
+                self._idle_event = threading.Event()
+            event = self._idle_event
+        return event.wait(timeout)
 
     def take_results(self) -> list[tuple[Item, Outcome]]:
         """Finished results not collected yet, in input order."""
@@ -181,7 +207,11 @@ class SlotRuntime:
             target=self._run_loop, name="flink-agents-loop", daemon=True
         )
         self._thread.start()
-        self._cond = threading.Condition()
+        # Counters under a plain lock; the condition (same lock) is notified only when the
+        # operator thread waits in acquire(), which is rare.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
         self._in_flight = 0
         self._running_chains = 0
         self._close_requested = False
@@ -199,22 +229,31 @@ class SlotRuntime:
         deadlock, because runs finish on the loop thread without the operator thread; their
         results wait for their keys' timers, which fire once this returns.
         """
-        with self._cond:
-            while self._in_flight >= self.max_in_flight:
-                self._cond.wait()
+        with self._lock:
+            if self._in_flight < self.max_in_flight:
+                self._in_flight += 1
+                return
+            self._waiting += 1
+            try:
+                while self._in_flight >= self.max_in_flight:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
             self._in_flight += 1
 
     def _release(self, seconds: float) -> None:
-        with self._cond:
+        with self._lock:
             self._in_flight -= 1
             self.run_seconds = 0.8 * self.run_seconds + 0.2 * seconds
-            self._cond.notify_all()
+            if self._waiting:
+                self._cond.notify_all()
 
     def release_unstarted(self, count: int) -> None:
         """Give back the places of ``count`` accepted inputs that will not run."""
-        with self._cond:
+        with self._lock:
             self._in_flight -= count
-            self._cond.notify_all()
+            if self._waiting:
+                self._cond.notify_all()
 
     @property
     def in_flight(self) -> int:
@@ -230,7 +269,7 @@ class SlotRuntime:
     def _count_chain(self) -> None:
         # Counted here, on the caller's thread, so that a close() racing with the start
         # cannot see the slot idle before the chain's task exists.
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise RuntimeError("the flink-agents slot runtime is closed")
             self._running_chains += 1
@@ -249,14 +288,14 @@ class SlotRuntime:
             with loop.gate:
                 task = loop.create_task(self._chain(work))
                 loop.run_borrowed(task, _SETTLE_HOPS + 1)
-            return work.idle.is_set()
+            return work.idle
         # A bare lock is the cheapest cross-thread signal (~55 us round trip here against
         # ~80 us for an Event): the loop thread releases it.
         settled = threading.Lock()
         settled.acquire()
         self.loop.call_soon_threadsafe(self._spawn, work, settled)
         settled.acquire()
-        return work.idle.is_set()
+        return work.idle
 
     def _spawn(self, work: KeyWork, settled: Any) -> None:
         task = self.loop.create_task(self._chain(work))
@@ -280,7 +319,7 @@ class SlotRuntime:
                         work.queue.clear()
                     if not work.queue:
                         work.running = False
-                        work.idle.set()
+                        work.set_idle()
                         return
                     item = work.queue.popleft()
                     memory = work.memory if work.persist_memory else {}
@@ -306,7 +345,7 @@ class SlotRuntime:
                     work.results.append((item, outcome))
                 self._release(time.monotonic() - started)
         finally:
-            with self._cond:
+            with self._lock:
                 self._running_chains -= 1
                 idle = self._running_chains == 0
             if idle and self._close_requested:
@@ -320,7 +359,7 @@ class SlotRuntime:
         the last timers fire, and those timers still need the loop; so when runs are in
         progress the shutdown happens when the last one ends.
         """
-        with self._cond:
+        with self._lock:
             self._close_requested = True
             idle = self._running_chains == 0
         if idle:
