@@ -45,12 +45,12 @@ def _schema_kwargs(output_schema: Any) -> dict[str, Any]:
 
 async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     """Call the model; loop through tool calls until it answers."""
-    loops = ctx.sensory_memory
     if isinstance(event, ChatRequestEvent):
-        # Messages stay objects until the loop state must be stored (tool calls): most
-        # requests are answered at once, and the JSON round trip is the costly part.
+        # Messages (and the request id) stay objects until the loop state must be stored
+        # (tool calls): most requests are answered at once, and the JSON round trip is the
+        # costly part.
         state: dict[str, Any] = {
-            "request_id": str(event.id),
+            "request_id": event.id,
             "model": event.model,
             "messages": list(event.messages),
             "iterations": 0,
@@ -60,7 +60,7 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         }
     elif isinstance(event, ToolResponseEvent):
         path = f"{_LOOP}.{event.request_id}"
-        stored = loops.get(path)
+        stored = ctx.sensory_memory.get(path)
         if stored is None:
             return  # a tool response this action did not ask for (sent by a user action)
         state = dict(stored)
@@ -113,7 +113,8 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         request = ToolRequestEvent(model=state["model"], tool_calls=calls)
         state["messages"] = [m.model_dump(mode="json") for m in [*messages, response]]
         state["pending_calls"] = calls
-        loops.set(f"{_LOOP}.{request.id}", state)
+        state["request_id"] = str(state["request_id"])
+        ctx.sensory_memory.set(f"{_LOOP}.{request.id}", state)
         ctx.send_event(request)
         return
     ctx.send_event(

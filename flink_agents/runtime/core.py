@@ -122,6 +122,23 @@ def _signature(func: Callable[..., Any]) -> str:
     return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
 
 
+#: ``(signature, is a coroutine function)`` by code object: a durable call looks both up
+#: per call (a bound method is a new object each time; its code is not, and the number of
+#: code objects is bounded by the loaded code, unlike closures or partials).
+_CALL_INFO: dict[Any, tuple[str, bool]] = {}
+
+
+def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
+    raw = getattr(func, "__func__", func)
+    code = getattr(raw, "__code__", None)
+    if code is None:
+        return _signature(raw), inspect.iscoroutinefunction(raw)
+    info = _CALL_INFO.get(code)
+    if info is None:
+        info = _CALL_INFO[code] = (_signature(raw), inspect.iscoroutinefunction(raw))
+    return info
+
+
 _PLAIN = (type(None), bool, int, float, str, bytes, BaseModel)
 
 
@@ -185,9 +202,8 @@ class RunContext(RunnerContext):
         return self._event
 
     # -- durable calls -------------------------------------------------------------------------
-    def _replay(self, func: Callable[..., Any]) -> tuple[str, str, DurableRecord | None]:
+    def _replay(self, signature: str) -> tuple[str, DurableRecord | None]:
         call_id = self._run.next_call_id()
-        signature = _signature(func)
         rec = self._run.durable.get(call_id)
         if rec is not None and rec.signature != signature:
             log.warning(
@@ -198,7 +214,7 @@ class RunContext(RunnerContext):
                 signature,
             )
             rec = None
-        return call_id, signature, rec
+        return call_id, rec
 
     @staticmethod
     def _replayed(rec: DurableRecord) -> Any:
@@ -207,7 +223,8 @@ class RunContext(RunnerContext):
         return rec.result
 
     def durable_execute(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        call_id, signature, rec = self._replay(func)
+        signature = _call_info(func)[0]
+        call_id, rec = self._replay(signature)
         if rec is not None:
             return self._replayed(rec)  # type: ignore[no-any-return]
         try:
@@ -226,13 +243,14 @@ class RunContext(RunnerContext):
     async def durable_execute_async(
         self, func: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
     ) -> T:
-        call_id, signature, rec = self._replay(func)
+        signature, is_coroutine = _call_info(func)
+        call_id, rec = self._replay(signature)
         if rec is not None:
             return self._replayed(rec)  # type: ignore[no-any-return]
         if self._run.on_suspend is not None:
             self._run.on_suspend()
         try:
-            if inspect.iscoroutinefunction(getattr(func, "__func__", func)):
+            if is_coroutine:
                 result = await func(*args, **kwargs)  # type: ignore[misc]
             else:
                 loop = asyncio.get_running_loop()
@@ -335,17 +353,36 @@ class AgentRunner:
             RuntimeFailure: an action failed and the strategy is FAIL (or RETRY ran out).
         """
         run = _Run(self, key, memory, durable, on_record, on_suspend)
+        result = run.result
         queue: deque[Event] = deque([InputEvent(input=value)])
+        actions_by_event = self._actions_by_event
         while queue:
             event = queue.popleft()
-            run.result.events += 1
+            result.events += 1
             if isinstance(event, OutputEvent):
-                run.result.outputs.append(event.output)
-            actions = self._actions_by_event.get(event.event_type)
-            if not actions and not isinstance(event, OutputEvent):
-                self._warn_unheard(event)
-            for action, function, strategy in actions or ():
-                queue.extend(await self._run_action(run, action, function, strategy, event))
+                result.outputs.append(event.output)
+            actions = actions_by_event.get(event.event_type)
+            if not actions:
+                if not isinstance(event, OutputEvent):
+                    self._warn_unheard(event)
+                continue
+            for action, function, strategy in actions:
+                # The first attempt runs here, not in a coroutine of its own (one per action
+                # is measurable per record); failures and retries go to _failed.
+                ctx = RunContext(run, action, event)
+                marks = run.short_term.mark(), run.sensory.mark()
+                try:
+                    returned = function(event, ctx)
+                    if returned is not None and inspect.isawaitable(returned):
+                        await returned
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
+                    queue.extend(
+                        await self._failed(run, action, function, strategy, event, marks, exc)
+                    )
+                else:
+                    queue.extend(ctx._sent)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result
@@ -369,53 +406,58 @@ class AgentRunner:
         """:meth:`run` on a fresh event loop (for scripts and tests)."""
         return asyncio.run(self.run(key, value, **kwargs))
 
-    async def _run_action(
+    async def _failed(
         self,
         run: _Run,
         action: ActionPlan,
         function: Callable[..., Any],
         strategy: ErrorHandlingStrategy,
         event: Event,
+        marks: tuple[Any, Any],
+        exc: Exception,
     ) -> list[Event]:
+        """Handle the failure ``exc`` of ``action`` on ``event`` by its strategy: retry it,
+        ignore it (an :class:`ErrorEvent` goes on) or raise. Returns the events sent by a
+        successful retry, or the error event."""
         attempt = 0
         while True:
-            ctx = RunContext(run, action, event)
-            marks = run.short_term.mark(), run.sensory.mark()
-            try:
-                result = function(event, ctx)
-                if inspect.isawaitable(result):
-                    await result
-                return ctx._sent
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                run.short_term.reset(marks[0])
-                run.sensory.reset(marks[1])
-                error = _as_action_error(exc, run.key, action, event)
-                if strategy is ErrorHandlingStrategy.RETRY and attempt < self._max_retries:
-                    attempt += 1
-                    wait = self._retry_wait * (2 ** (attempt - 1))
-                    log.warning(
-                        "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, error
-                    )
-                    await asyncio.sleep(wait)
+            run.short_term.reset(marks[0])
+            run.sensory.reset(marks[1])
+            error = _as_action_error(exc, run.key, action, event)
+            if strategy is ErrorHandlingStrategy.RETRY and attempt < self._max_retries:
+                attempt += 1
+                wait = self._retry_wait * (2 ** (attempt - 1))
+                log.warning(
+                    "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, error
+                )
+                await asyncio.sleep(wait)
+                ctx = RunContext(run, action, event)
+                try:
+                    returned = function(event, ctx)
+                    if returned is not None and inspect.isawaitable(returned):
+                        await returned
+                    return ctx._sent
+                except asyncio.CancelledError:
+                    raise
+                except Exception as again:  # noqa: BLE001 - handled by the next round
+                    exc = again
                     continue
-                if strategy is ErrorHandlingStrategy.IGNORE:
-                    log.error("ignored failure: %s", error)
-                    err_event = ErrorEvent(
-                        key=_jsonable_key(run.key),
-                        action=action.name,
-                        failed_event_id=str(event.id),
-                        failed_event_type=event.event_type,
-                        error_type=type(exc).__name__,
-                        error=str(exc),
-                    )
-                    run.result.errors.append(err_event)
-                    # An error in an action handling an ErrorEvent must not loop forever.
-                    return [] if isinstance(event, ErrorEvent) else [err_event]
-                if error is not exc:
-                    raise error from exc
-                raise
+            if strategy is ErrorHandlingStrategy.IGNORE:
+                log.error("ignored failure: %s", error)
+                err_event = ErrorEvent(
+                    key=_jsonable_key(run.key),
+                    action=action.name,
+                    failed_event_id=str(event.id),
+                    failed_event_type=event.event_type,
+                    error_type=type(exc).__name__,
+                    error=str(exc),
+                )
+                run.result.errors.append(err_event)
+                # An error in an action handling an ErrorEvent must not loop forever.
+                return [] if isinstance(event, ErrorEvent) else [err_event]
+            if error is not exc:
+                raise error from exc
+            raise exc
 
 
 def _jsonable_key(key: Any) -> Any:

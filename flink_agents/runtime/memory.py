@@ -96,13 +96,19 @@ class MemoryStore:
                 self.deletes.add(p)
 
     # -- checkpoints for retried actions ----------------------------------------------------
-    def mark(self) -> tuple[dict[str, Any], set[str]]:
-        """A restore point (the changes so far)."""
+    def mark(self) -> tuple[dict[str, Any], set[str]] | None:
+        """A restore point (the changes so far; None when there are none, the usual case
+        before an action: nothing to copy)."""
+        if not self.updates and not self.deletes:
+            return None
         return dict(self.updates), set(self.deletes)
 
-    def reset(self, mark: tuple[dict[str, Any], set[str]]) -> None:
+    def reset(self, mark: tuple[dict[str, Any], set[str]] | None) -> None:
         """Undo changes made after ``mark``."""
-        self.updates, self.deletes = dict(mark[0]), set(mark[1])
+        if mark is None:
+            self.updates, self.deletes = {}, set()
+        else:
+            self.updates, self.deletes = dict(mark[0]), set(mark[1])
 
     # -- object operations -----------------------------------------------------------------
     def set(self, path: str, value: Any) -> None:

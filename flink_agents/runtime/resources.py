@@ -28,7 +28,8 @@ class ResourceCache:
 
     def get(self, name: str, rtype: ResourceType | str) -> Any:
         """The resource ``name`` of type ``rtype``."""
-        rtype = ResourceType(rtype)
+        if type(rtype) is not ResourceType:
+            rtype = ResourceType(rtype)
         key = (rtype, name)
         found = self._cache.get(key)
         if found is not None:

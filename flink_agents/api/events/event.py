@@ -34,14 +34,19 @@ def _new_id() -> UUID:
     need uniqueness, not secrecy: a Mersenne Twister seeded from ``os.urandom`` (reseeded
     in a forked child) gives 122 random bits in ~1 us.
     """
-    # What UUID(int=..., version=4) does, without its argument checks (a hot path).
-    value = (_RANDOM.getrandbits(128) & _VERSION_MASK) | _VERSION_BITS
-    uid = object.__new__(UUID)
-    object.__setattr__(uid, "int", value)
-    object.__setattr__(uid, "is_safe", SafeUUID.unknown)
+    # What UUID(int=..., version=4) does, without its argument checks (a hot path): the
+    # immutable UUID's slots are set through their descriptors (~0.3 us against ~0.9 us
+    # for two object.__setattr__ calls).
+    uid = _new_object(UUID)
+    _set_uuid_int(uid, (_random_bits(128) & _VERSION_MASK) | _VERSION_BITS)
+    _set_uuid_safe(uid, SafeUUID.unknown)
     return uid
 
 
+_new_object = object.__new__
+_set_uuid_int = UUID.__dict__["int"].__set__
+_set_uuid_safe = UUID.__dict__["is_safe"].__set__
+_random_bits = _RANDOM.getrandbits
 # Version 4 and RFC 4122 variant bits, as uuid.UUID sets them.
 _VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
 _VERSION_BITS = (4 << 76) | (0x8000 << 48)
