@@ -70,8 +70,9 @@ PYTHONPATH = "python.pythonpath"
 
 #: The Java operator that unwraps the function's pairs and puts timestamps back (bridge jar).
 _TIMESTAMP_OPERATOR = "org.flinkagents.flink.CarriedTimestampOperator"
-#: Output type of the function's ``(timestamp code, output)`` pairs for the Java operator.
-_PAIR_TYPE = Types.TUPLE([Types.LONG(), Types.PICKLED_BYTE_ARRAY()])
+#: Output type of the function's packed ``(timestamp code, output)`` pairs for the Java
+#: operator (``function.pack_output``).
+_PACKED_TYPE = Types.PRIMITIVE_ARRAY(Types.BYTE())
 
 
 class _CarriedTimestamp(TimestampAssigner):
@@ -256,8 +257,9 @@ class FlinkAgentBuilder(AgentBuilder):
         self._plan = plan
         return self
 
-    def _pairs(self, output_type: TypeInformation) -> DataStream:
-        """The function's output: ``(input timestamp code, output)`` pairs."""
+    def _pairs(self, output_type: TypeInformation, *, packed: bool = False) -> DataStream:
+        """The function's output: ``(input timestamp code, output)`` pairs (packed into
+        bytes for the Java operator)."""
         plan = self.plan
         self._env.configure_workers()
         keyless = self._key_selector is None
@@ -273,7 +275,9 @@ class FlinkAgentBuilder(AgentBuilder):
                 "key_selector must be a function or a pyflink KeySelector, got "
                 f"{type(self._key_selector).__name__}"
             )
-        function = AgentProcessFunction(plan.model_dump_json(), plan.secrets, keyless=keyless)
+        function = AgentProcessFunction(
+            plan.model_dump_json(), plan.secrets, keyless=keyless, packed=packed
+        )
         keyed = self._stream.key_by(selector)
         return keyed_process(keyed, function, output_type, self._env.execution_mode()).name(
             "flink-agents"
@@ -304,7 +308,7 @@ class FlinkAgentBuilder(AgentBuilder):
         operator = self._timestamp_operator(carry_timestamps)
         if operator is not None:
             # One Java operator, chained to the function, unwraps the pairs.
-            pairs = self._pairs(_PAIR_TYPE)
+            pairs = self._pairs(_PACKED_TYPE, packed=True)
             pickled = Types.PICKLED_BYTE_ARRAY()
             outputs = DataStream(
                 pairs._j_data_stream.transform(

@@ -24,7 +24,10 @@ Outputs are emitted as ``(timestamp code, output)`` pairs so the input's timesta
 put back on the output downstream (outputs from timers would otherwise carry no timestamp or
 the drain timer's): :data:`KEEP_TIMESTAMP` for outputs emitted while their input is processed
 (Flink already gave them its timestamp; reading it costs a call per record),
-:data:`NO_TIMESTAMP` for an input without one, else the input's timestamp.
+:data:`NO_TIMESTAMP` for an input without one, else the input's timestamp. For the bridge
+jar's Java operator a pair is *packed* into one byte string (:func:`pack_output`: the code as
+8 bytes, then the pickled output), which crosses into Java as a ``byte[]`` with no per-record
+tuple conversion; without the jar it stays a Python tuple for the Python fallback.
 
 When durable records are saved: a durable call completes on the slot's loop thread
 (:meth:`~flink_agents.runtime.flink.slot.KeyWork.record`), where no keyed state may be
@@ -56,6 +59,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import struct
 import threading
 import time
 import uuid
@@ -85,6 +89,17 @@ DRAIN_TIME = 2**62
 #: Timestamp codes of the output pairs (see the Java ``CarriedTimestampOperator``).
 KEEP_TIMESTAMP = -(2**63)
 NO_TIMESTAMP = KEEP_TIMESTAMP + 1
+
+#: A packed output's head: its timestamp code, a big-endian signed 64-bit integer.
+_CODE = struct.Struct(">q")
+_KEEP_HEAD = _CODE.pack(KEEP_TIMESTAMP)
+
+
+def pack_output(ts: int, output: Any) -> bytes:
+    """``(timestamp code, output)`` as one byte string: the code as 8 bytes (big-endian),
+    then the pickled output (``org.flinkagents.flink.CarriedTimestampOperator`` splits it)."""
+    return (_KEEP_HEAD if ts == KEEP_TIMESTAMP else _CODE.pack(ts)) + pickle.dumps(output)
+
 
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
 _MIN_DELAY_MS = 2
@@ -150,12 +165,12 @@ def _timestamp(ctx: KeyedProcessFunction.Context) -> int:
     return NO_TIMESTAMP if ts is None or ts == KEEP_TIMESTAMP else ts
 
 
-def _may_hold_pending(java_backend: Any) -> bool:
-    """False when no key has pending inputs in keyed state (a fresh start, or a restore from
-    a checkpoint without any); True when some may.
+def _may_hold(java_backend: Any, state_name: str) -> bool:
+    """False when no key has an entry in the keyed state ``state_name`` (a fresh start, or a
+    restore from a checkpoint without any); True when some key may.
 
     Thread mode asks the Java keyed state backend (see :func:`_key_backend`) for the keys of
-    ``fa-pending`` (PyFlink internals, so any failure answers True); process mode
+    the state (PyFlink internals, so any failure answers True); process mode
     (``java_backend`` None) cannot ask and answers True.
     """
     if java_backend is None:
@@ -163,7 +178,7 @@ def _may_hold_pending(java_backend: Any) -> bool:
     try:
         from pyflink.fn_execution.embedded.state_impl import JVoidNamespace_INSTANCE
 
-        keys = java_backend.getKeys("fa-pending", JVoidNamespace_INSTANCE)
+        keys = java_backend.getKeys(state_name, JVoidNamespace_INSTANCE)
         try:
             return bool(keys.findAny().isPresent())
         finally:
@@ -181,17 +196,27 @@ class AgentProcessFunction(KeyedProcessFunction):
             function, never written to state or logs).
         keyless: True when the input had no key selector: each record is its own run and
             short-term memory lives for that run only.
+        packed: emit each pair packed into bytes (:func:`pack_output`) instead of a tuple.
     """
 
-    def __init__(self, plan_json: str, secrets: dict[str, Any], *, keyless: bool = False):
+    def __init__(
+        self,
+        plan_json: str,
+        secrets: dict[str, Any],
+        *,
+        keyless: bool = False,
+        packed: bool = False,
+    ):
         self._plan_json = plan_json
         self._secrets = secrets
         self._keyless = keyless
+        self._packed = packed
         self.slot: SlotRuntime | None = None
         self._active: dict[Any, KeyWork] = {}
         self._key_backend: Any = None
         self._java_keys = False
         self._barrier_failed = False
+        self._memory_unused = False
         #: Whether an operator may call :meth:`before_barrier`, so keys going async keep
         #: their state key (thread mode: once claim_barrier_hook bound the function).
         self.barrier_hook = False
@@ -242,9 +267,13 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._key_backend, self._java_keys = _key_backend(runtime_context)
         # Whether a new input must look for inputs left in pending state by a restore: a
         # state read per record, skipped when keyed state certainly holds none.
-        self._check_restored = _may_hold_pending(self._key_backend if self._java_keys else None)
+        java_backend = self._key_backend if self._java_keys else None
+        self._check_restored = _may_hold(java_backend, "fa-pending")
         if self._check_restored:
             log.info("keyed state may hold pending inputs from before a restore")
+        # Whether a key may have short-term memory: until a run of this instance commits
+        # some, a fresh start (or a restore without any) skips the memory read per record.
+        self._memory_unused = not self._keyless and not _may_hold(java_backend, "fa-memory")
         # Process mode: a barrier timer (BARRIER_TIMER) may come, from the bridge jar's
         # operator. Thread mode: the operator binds the function right after open() returns
         # (claim_barrier_hook); until then there is no hook.
@@ -319,7 +348,7 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     def _load_memory(self) -> dict[str, Any]:
         """The current key's committed memory; cleared first when its TTL has passed."""
-        if self._keyless:
+        if self._keyless or self._memory_unused:
             return {}
         if self.touched is not None:
             last = self.touched.value()
@@ -387,7 +416,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 return  # a stale timer: the key has gone idle since
             work = self._resume(key, restored, ctx)
         if drain:
-            work.idle.wait()
+            work.wait_idle()
         elif timestamp == work.timer_at:
             work.timer_at = None
         slot.stats["timer_wakeups"] += 1
@@ -493,10 +522,13 @@ class AgentProcessFunction(KeyedProcessFunction):
         if not done:
             return
         committed: set[str] = set()
+        packed = self._packed
         for item, outcome in done:
             if not isinstance(outcome, RunResult):
                 raise outcome
             if work.persist_memory:
+                if outcome.memory_updates:
+                    self._memory_unused = False
                 for path in outcome.memory_deletes:
                     self.memory.remove(path)
                 for path, value in outcome.memory_updates.items():
@@ -504,7 +536,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 if self.touched is not None and (outcome.memory_updates or outcome.memory_deletes):
                     self.touched.update(time.time())
             for output in outcome.outputs:
-                yield (item.ts, output)
+                yield pack_output(item.ts, output) if packed else (item.ts, output)
             committed.add(item.id)
         if work.persisted:
             with work.lock:

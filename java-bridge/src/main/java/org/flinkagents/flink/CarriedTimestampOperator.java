@@ -1,14 +1,14 @@
 package org.flinkagents.flink;
 
-import org.apache.flink.api.java.tuple.Tuple2;
+import java.util.Arrays;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
- * Follows the agent operator: unwraps its {@code (timestamp, pickled output)} pairs and gives each
- * output its input's timestamp.
+ * Follows the agent operator: unwraps its packed {@code (timestamp code, pickled output)} pairs
+ * and gives each output its input's timestamp.
  *
  * <p>The agent's Python function emits outputs of runs that waited (on a model, a tool) from
  * timers: a processing-time timer erases the record's timestamp and the end-of-input drain timer
@@ -17,9 +17,14 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * the agent, replaces a Python timestamp assigner and a Python map (two more Python calls per
  * record).
  *
- * <p>Timestamp codes in {@code f0}: {@link #KEEP} (the output was emitted while its input was
- * processed, so the record already has the input's timestamp), {@link #NONE} (the input had no
- * timestamp), else the timestamp to set.
+ * <p>A packed pair ({@code flink_agents.runtime.flink.function.pack_output}) is the timestamp code
+ * as 8 bytes (big-endian, signed) followed by the pickled output, which leaves this operator as
+ * the record (a PICKLED_BYTE_ARRAY value). One {@code byte[]} crosses from Python per output,
+ * instead of a tuple converted field by field.
+ *
+ * <p>Timestamp codes: {@link #KEEP} (the output was emitted while its input was processed, so the
+ * record already has the input's timestamp), {@link #NONE} (the input had no timestamp), else the
+ * timestamp to set.
  *
  * <p>Watermarks: like a {@code WatermarkStrategy.noWatermarks()} assigner, only the final
  * watermark ({@code Long.MAX_VALUE}, end of a bounded input) is forwarded; upstream watermarks
@@ -29,7 +34,7 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * every watermark is forwarded.
  */
 public final class CarriedTimestampOperator extends AbstractStreamOperator<byte[]>
-        implements OneInputStreamOperator<Tuple2<Long, byte[]>, byte[]> {
+        implements OneInputStreamOperator<byte[], byte[]> {
 
     private static final long serialVersionUID = 1L;
 
@@ -38,6 +43,9 @@ public final class CarriedTimestampOperator extends AbstractStreamOperator<byte[
 
     /** The input had no timestamp. */
     public static final long NONE = Long.MIN_VALUE + 1;
+
+    /** Length of the timestamp code in front of the pickled output. */
+    static final int HEAD = 8;
 
     private final boolean carry;
 
@@ -57,23 +65,37 @@ public final class CarriedTimestampOperator extends AbstractStreamOperator<byte[
         out = new StreamRecord<>(null);
     }
 
+    /** The timestamp code at the head of a packed pair. */
+    static long code(byte[] packed) {
+        if (packed.length < HEAD) {
+            throw new IllegalArgumentException(
+                    "a flink-agents output of " + packed.length + " bytes has no timestamp code");
+        }
+        long code = 0;
+        for (int i = 0; i < HEAD; i++) {
+            code = (code << 8) | (packed[i] & 0xFF);
+        }
+        return code;
+    }
+
     @Override
-    public void processElement(StreamRecord<Tuple2<Long, byte[]>> element) throws Exception {
-        Tuple2<Long, byte[]> pair = element.getValue();
-        long ts = carry ? pair.f0 : KEEP;
+    public void processElement(StreamRecord<byte[]> element) throws Exception {
+        byte[] packed = element.getValue();
+        long ts = carry ? code(packed) : KEEP;
+        byte[] value = Arrays.copyOfRange(packed, HEAD, packed.length);
         if (ts == KEEP) {
             // Python operators upstream mark "no timestamp" as Long.MIN_VALUE.
             if (element.hasTimestamp() && element.getTimestamp() != Long.MIN_VALUE) {
-                out.replace(pair.f1, element.getTimestamp());
+                out.replace(value, element.getTimestamp());
             } else {
-                out.replace(pair.f1);
+                out.replace(value);
                 out.eraseTimestamp();
             }
         } else if (ts == NONE) {
-            out.replace(pair.f1);
+            out.replace(value);
             out.eraseTimestamp();
         } else {
-            out.replace(pair.f1, ts);
+            out.replace(value, ts);
         }
         output.collect(out);
     }
