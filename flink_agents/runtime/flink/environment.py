@@ -107,10 +107,10 @@ class _UserKey(KeySelector):
     """Wraps a user key selector given as a plain function."""
 
     def __init__(self, func: Callable[[Any], Any]) -> None:
-        self._func = func
+        self.func = func
 
     def get_key(self, value: Any) -> Any:
-        return self._func(value)
+        return self.func(value)
 
 
 def _bridge_class(name: str, without: str) -> Any:
@@ -275,8 +275,17 @@ class FlinkAgentBuilder(AgentBuilder):
                 "key_selector must be a function or a pyflink KeySelector, got "
                 f"{type(self._key_selector).__name__}"
             )
+        # The function computes keys again with the user's selector (cheaper than asking
+        # Flink); the round-robin key of keyless input is not deterministic.
+        key_of: Callable[[Any], Any] | None = None
+        if not keyless:
+            key_of = selector.func if isinstance(selector, _UserKey) else selector.get_key
         function = AgentProcessFunction(
-            plan.model_dump_json(), plan.secrets, keyless=keyless, packed=packed
+            plan.model_dump_json(),
+            plan.secrets,
+            keyless=keyless,
+            packed=packed,
+            key_of=key_of,
         )
         keyed = self._stream.key_by(selector)
         return keyed_process(keyed, function, output_type, self._env.execution_mode()).name(

@@ -63,7 +63,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pyflink.common.typeinfo import Types
@@ -197,6 +197,10 @@ class AgentProcessFunction(KeyedProcessFunction):
         keyless: True when the input had no key selector: each record is its own run and
             short-term memory lives for that run only.
         packed: emit each pair packed into bytes (:func:`pack_output`) instead of a tuple.
+        key_of: the user's key selector (``KeySelector.get_key``), to compute a record's key
+            again instead of asking Flink for it: a selector must be deterministic, and
+            ``ctx.get_current_key()`` costs a call into Java and an unpickling per record.
+            None (keyless input, whose round-robin key is not) asks Flink.
     """
 
     def __init__(
@@ -206,8 +210,10 @@ class AgentProcessFunction(KeyedProcessFunction):
         *,
         keyless: bool = False,
         packed: bool = False,
+        key_of: Callable[[Any], Any] | None = None,
     ):
         self._plan_json = plan_json
+        self._key_of = key_of
         self._secrets = secrets
         self._keyless = keyless
         self._packed = packed
@@ -300,7 +306,7 @@ class AgentProcessFunction(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         slot = self.slot
         assert slot is not None
-        key = ctx.get_current_key()
+        key = ctx.get_current_key() if self._key_of is None else self._key_of(value)
         item = Item(self._next_id(), KEEP_TIMESTAMP, value)
         slot.acquire()
         work = self._active.get(key)
@@ -323,7 +329,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.running = True
         if slot.start_and_settle(work):
             slot.stats["sync"] += 1
-            yield from self._commit(work)
+            yield from self._commit_settled(work)
             return
         slot.stats["async"] += 1
         self._active[key] = work
@@ -516,6 +522,33 @@ class AgentProcessFunction(KeyedProcessFunction):
         return saved
 
     # -- committing -------------------------------------------------------------------------------
+    def _commit_settled(self, work: KeyWork) -> Iterator[Any]:
+        """Emit and commit the one run of a key that finished without waiting (the
+        synchronous path of process_element: nothing of it is in keyed state but memory,
+        its chain has stopped and the work is dropped, so no lock and no bookkeeping)."""
+        item, outcome = work.results[0]
+        if not isinstance(outcome, RunResult):
+            raise outcome
+        if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
+            self._commit_memory(outcome)
+        if self._packed:
+            for output in outcome.outputs:
+                yield pack_output(item.ts, output)
+        else:
+            for output in outcome.outputs:
+                yield (item.ts, output)
+
+    def _commit_memory(self, outcome: RunResult) -> None:
+        """Write a run's memory changes to the current key's ``MapState``."""
+        if outcome.memory_updates:
+            self._memory_unused = False
+        for path in outcome.memory_deletes:
+            self.memory.remove(path)
+        for path, value in outcome.memory_updates.items():
+            self.memory.put(path, value)
+        if self.touched is not None:
+            self.touched.update(time.time())
+
     def _commit(self, work: KeyWork) -> Iterator[Any]:
         """Emit and commit the key's finished runs, in input order."""
         done = work.take_results()
@@ -526,15 +559,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         for item, outcome in done:
             if not isinstance(outcome, RunResult):
                 raise outcome
-            if work.persist_memory:
-                if outcome.memory_updates:
-                    self._memory_unused = False
-                for path in outcome.memory_deletes:
-                    self.memory.remove(path)
-                for path, value in outcome.memory_updates.items():
-                    self.memory.put(path, value)
-                if self.touched is not None and (outcome.memory_updates or outcome.memory_deletes):
-                    self.touched.update(time.time())
+            if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
+                self._commit_memory(outcome)
             for output in outcome.outputs:
                 yield pack_output(item.ts, output) if packed else (item.ts, output)
             committed.add(item.id)
