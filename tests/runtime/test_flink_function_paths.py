@@ -136,3 +136,90 @@ def test_keyless_settled_run_keeps_no_memory() -> None:
     ]
     assert function.memory.data == {}
     assert function._load_memory() == {}
+
+
+class _Identity:
+    pass
+
+
+_Identity.__name__ = "IdentityDataConverter"
+
+
+class _Pickled:
+    def to_internal(self, raw: bytes) -> Any:
+        return pickle.loads(raw)
+
+
+class _Echo(fn.AgentProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield (value, ctx)
+
+
+def _pyflink_operation(function: Any, *, side_outputs: bool = False, chained: bool = False) -> Any:
+    """An object shaped like PyFlink's thread-mode ``OneInputFunctionOperation`` of a keyed
+    process function (``extract_process_function`` builds the same closures)."""
+    function_context = object()
+    tag = object()
+
+    if side_outputs:
+
+        def process_func(values: Any) -> Any:
+            for value in values:
+                if value is not tag:
+                    yield value
+
+    else:
+
+        def process_func(values: Any) -> Any:
+            yield from values
+
+    process_element = function.process_element
+
+    def process_element_func(value: Any) -> Any:
+        yield from process_func(process_element(value[1], function_context))
+
+    operation = types.SimpleNamespace(
+        _chained_operations=[object()] if chained else [],
+        _output_data_converter=_Identity(),
+        _input_data_converter=types.SimpleNamespace(_field_data_converters=[None, _Pickled()]),
+        _main_operation=types.SimpleNamespace(
+            _process_element_func=process_element_func,
+            on_timer=lambda ts: iter([("timer", ts)]),
+        ),
+        on_timer=lambda ts: iter([("timer", ts)]),
+        opened=False,
+    )
+    operation.open = lambda: setattr(operation, "opened", True)
+    operation.close = lambda: None
+    operation.context = function_context
+    return operation
+
+
+def test_lean_operation_calls_the_function_with_the_record_and_the_context() -> None:
+    operation = _pyflink_operation(_Echo("{}", {}, packed=True))
+    lean = fn.lean_operation(operation)
+    assert lean is not operation
+    record = {"key": "k", "i": 3}
+    # Java hands over [row kind, [key, record]], each field as its type's raw form.
+    assert list(lean.process_element([0, [b"key", pickle.dumps(record)]])) == [
+        (record, operation.context)
+    ]
+    # Timers, open and close stay PyFlink's.
+    assert list(lean.on_timer(7)) == [("timer", 7)]
+    lean.open()
+    assert operation.opened
+
+
+@pytest.mark.parametrize(
+    "case", ["tuple outputs", "side outputs", "chained operators", "another function"]
+)
+def test_lean_operation_keeps_pyflinks_operation_when_anything_differs(case: str) -> None:
+    function: Any = _Echo("{}", {}, packed=case != "tuple outputs")
+    if case == "another function":
+        function = types.SimpleNamespace(process_element=lambda value, ctx: iter([value]))
+    operation = _pyflink_operation(
+        function, side_outputs=case == "side outputs", chained=case == "chained operators"
+    )
+    assert fn.lean_operation(operation) is operation
+    # Not PyFlink's shape at all (an upgrade changed it): kept, no error.
+    assert fn.lean_operation(object()) is not None

@@ -32,6 +32,10 @@ import org.slf4j.LoggerFactory;
  * flink-python (with pemja) among the job's jars too, so linking {@code pemja.core
  * .PythonInterpreter} from here loads a second copy of it (a loader constraint violation).
  *
+ * <p>Right after the hook, PyFlink's Python operation object is swapped for the one that
+ * {@code lean_operation(operation)} returns: the same calls, with a shorter per-record path
+ * (or PyFlink's own object when anything about it is unexpected).
+ *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
  */
@@ -74,6 +78,13 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                     "from flink_agents.runtime.flink.function import claim_barrier_hook"
                             + " as __flink_agents_claim");
             exec.invoke(interpreter, HOOK + " = __flink_agents_claim()");
+            // PyFlink's operation object is global "operation", looked up per record: a
+            // leaner stand-in for the function's per-record path (or the same object).
+            exec.invoke(
+                    interpreter,
+                    "from flink_agents.runtime.flink.function import lean_operation"
+                            + " as __flink_agents_lean");
+            exec.invoke(interpreter, "operation = __flink_agents_lean(operation)");
             invokeMethod =
                     interpreter
                             .getClass()
