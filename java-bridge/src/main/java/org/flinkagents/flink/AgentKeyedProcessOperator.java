@@ -3,12 +3,16 @@ package org.flinkagents.flink;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.util.List;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedDataStreamPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedPythonFunctionOperator;
+import org.apache.flink.streaming.api.operators.python.embedded.AbstractOneInputEmbeddedPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKeyedProcessOperator;
+import org.apache.flink.streaming.api.utils.PythonTypeUtils;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,6 +60,21 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     private transient Method invokeMethod;
 
+    /** Name of the flag telling whether the lean operation is in place. */
+    static final String LEAN = "__flink_agents_is_lean";
+
+    /**
+     * Whether {@code operation} is the lean stand-in, whose {@code process_element_list} returns
+     * a record's outputs as one list: one call into Python per record instead of PyFlink's
+     * iterator protocol (a call for the generator, then {@code hasNext}, {@code next} and
+     * {@code close}, each through reflection).
+     */
+    private transient boolean lean;
+
+    private transient PythonTypeUtils.DataConverter<IN, Object> inputConverter;
+
+    private transient PythonTypeUtils.DataConverter<OUT, Object> outputConverter;
+
     public AgentKeyedProcessOperator(
             Configuration config,
             DataStreamPythonFunctionInfo pythonFunctionInfo,
@@ -85,6 +104,12 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                     "from flink_agents.runtime.flink.function import lean_operation"
                             + " as __flink_agents_lean");
             exec.invoke(interpreter, "operation = __flink_agents_lean(operation)");
+            exec.invoke(
+                    interpreter, LEAN + " = hasattr(operation, 'process_element_list')");
+            Object isLean =
+                    interpreter.getClass().getMethod("get", String.class).invoke(interpreter, LEAN);
+            // The data converters are set after this method: taken in open().
+            lean = Boolean.TRUE.equals(isLean);
             invokeMethod =
                     interpreter
                             .getClass()
@@ -96,6 +121,75 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                     "flink-agents: no checkpoint-barrier hook in the Python function; durable"
                             + " call records are saved at timers only",
                     e);
+        }
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        if (lean) {
+            try {
+                inputConverter =
+                        converter(
+                                AbstractOneInputEmbeddedPythonFunctionOperator.class,
+                                "inputDataConverter");
+                outputConverter =
+                        converter(
+                                AbstractOneInputEmbeddedPythonFunctionOperator.class
+                                        .getSuperclass(),
+                                "outputDataConverter");
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                LOG.warn("flink-agents: PyFlink's per-record path kept", e);
+                lean = false;
+            }
+            if (inputConverter == null || outputConverter == null) {
+                lean = false;
+            }
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> PythonTypeUtils.DataConverter<T, Object> converter(Class<?> owner, String name)
+            throws ReflectiveOperationException {
+        Field field = owner.getDeclaredField(name);
+        field.setAccessible(true);
+        return (PythonTypeUtils.DataConverter<T, Object>) field.get(this);
+    }
+
+    @Override
+    public void processElement(StreamRecord<IN> element) throws Exception {
+        if (!lean) {
+            super.processElement(element);
+            return;
+        }
+        // What PyFlink's processElement does, with the outputs coming back as one list.
+        collector.setTimestamp(element);
+        timestamp = element.getTimestamp();
+        Object outputs;
+        try {
+            outputs =
+                    invokeMethod.invoke(
+                            python,
+                            "operation",
+                            "process_element_list",
+                            new Object[] {inputConverter.toExternal(element.getValue())});
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof Exception ? (Exception) cause : e;
+        }
+        if (outputs instanceof List) {
+            for (Object output : (List<?>) outputs) {
+                collector.collect(outputConverter.toInternal(output));
+            }
+        } else if (outputs instanceof Object[]) {
+            for (Object output : (Object[]) outputs) {
+                collector.collect(outputConverter.toInternal(output));
+            }
+        } else if (outputs != null) {
+            throw new IllegalStateException(
+                    "flink-agents: the lean operation returned a "
+                            + outputs.getClass().getName()
+                            + ", not a list of outputs");
         }
     }
 
