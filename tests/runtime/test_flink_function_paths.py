@@ -204,6 +204,10 @@ def test_lean_operation_calls_the_function_with_the_record_and_the_context() -> 
     assert list(lean.process_element([0, [b"key", pickle.dumps(record)]])) == [
         (record, operation.context)
     ]
+    # What the Java operator calls per record: the outputs as one list.
+    assert lean.process_element_list([0, [b"key", pickle.dumps(record)]]) == [
+        (record, operation.context)
+    ]
     # Timers, open and close stay PyFlink's.
     assert list(lean.on_timer(7)) == [("timer", 7)]
     lean.open()
