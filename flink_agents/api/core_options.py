@@ -175,6 +175,22 @@ class AgentExecutionOptions:
         "Runs in progress at once per slot; when full the operator applies backpressure.",
         _positive,
     )
+    BATCH_SIZE: ConfigOption[int] = ConfigOption(
+        "batch.size",
+        32,
+        _to_int,
+        "Flink, thread mode: inputs handed to Python in one call (1: one call per input). "
+        "Outputs of a batch leave when it is processed: when full, after batch.linger-ms, "
+        "before a checkpoint barrier, a watermark or the end of input.",
+        _positive,
+    )
+    BATCH_LINGER_MS: ConfigOption[int] = ConfigOption(
+        "batch.linger-ms",
+        5,
+        _to_int,
+        "Flink, thread mode: the longest an input waits for its batch to fill (ms).",
+        _positive,
+    )
     SHORT_TERM_MEMORY_TTL: ConfigOption[float | None] = ConfigOption(
         "short-term-memory.ttl",
         None,

@@ -93,23 +93,37 @@ def test_per_key_order_and_memory_under_concurrency_with_timestamps() -> None:
         assert r["ts"] == 1_000 * v["i"] + int(v["key"][1:])
 
 
-@pytest.mark.parametrize("java_operator", [True, False], ids=["java-operator", "python-fallback"])
-@pytest.mark.parametrize("latency", [0.0, 0.02], ids=["sync", "async"])
-def test_output_timestamps_follow_inputs(monkeypatch, java_operator: bool, latency: float) -> None:
+@pytest.mark.parametrize(
+    ("java_operator", "batch_size"),
+    [(True, 32), (True, 1), (False, 32)],
+    ids=["java-operator-batched", "java-operator-unbatched", "python-fallback"],
+)
+# Without re-assignment, outputs from timers have Flink's timer timestamps: not asserted.
+@pytest.mark.parametrize(
+    ("latency", "carry"),
+    [(0.0, True), (0.02, True), (0.0, False)],
+    ids=["sync", "async", "sync-unwrapped-only"],
+)
+def test_output_timestamps_follow_inputs(
+    monkeypatch, java_operator: bool, batch_size: int, latency: float, carry: bool
+) -> None:
     """Outputs emitted at once and outputs emitted from timers both get their input's
-    timestamp, or none when the input had none; with or without the bridge jar."""
+    timestamp, or none when the input had none; with or without the bridge jar, with
+    inputs handed to Python in batches or one by one. Without re-assignment
+    (``carry_timestamps=False``) outputs emitted at once (or from a batch) still have
+    their input's timestamp; those from timers have what Flink gives them."""
     if not java_operator:
         import flink_agents.runtime.java as java
 
         monkeypatch.setattr(java, "bridge_jars", lambda: [])
     timed = [{"key": f"t{i % 3}", "i": i, "ts": 5_000 + i} for i in range(12)]
     untimed = [{"key": f"u{i % 3}", "i": 100 + i} for i in range(12)]
-    env, agents_env = make_env()
+    env, agents_env = make_env(**{"batch.size": batch_size})
     inputs = with_timestamps(source(env, timed)).union(source(env, untimed))
     out = (
         agents_env.from_datastream(inputs, lambda r: r["key"])
         .apply(agents.memory_agent(latency=latency))
-        .to_datastream()
+        .to_datastream(carry_timestamps=carry)
     )
     results = collect(stamped(out))
     # Long.MIN_VALUE is Flink's "no timestamp" (what a Python timestamp assigner can say).

@@ -227,3 +227,99 @@ def test_lean_operation_keeps_pyflinks_operation_when_anything_differs(case: str
     assert fn.lean_operation(operation) is operation
     # Not PyFlink's shape at all (an upgrade changed it): kept, no error.
     assert fn.lean_operation(object()) is not None
+
+
+class _Switches:
+    """The Java keyed state backend: records the keys it is switched to."""
+
+    def __init__(self) -> None:
+        self.keys: list[Any] = []
+
+    def setCurrentKey(self, key: Any) -> None:  # noqa: N802 - Java name
+        self.keys.append(key)
+
+
+class _KeyedMapState(_MapState):
+    """A ``MapState`` of the backend's current key."""
+
+    def __init__(self, backend: _Switches) -> None:
+        super().__init__()
+        self.backend = backend
+        self.by_key: dict[Any, dict[str, Any]] = {}
+
+    @property  # type: ignore[override]
+    def data(self) -> dict[str, Any]:
+        return self.by_key.setdefault(self.backend.keys[-1] if self.backend.keys else None, {})
+
+    @data.setter
+    def data(self, value: dict[str, Any]) -> None:
+        pass
+
+
+def _batch_function(agent: Any) -> tuple[fn.AgentProcessFunction, _Switches]:
+    from flink_agents.plan.agent_plan import AgentPlan
+    from flink_agents.runtime.flink.slot import SlotRuntime
+
+    plan = AgentPlan.from_agent(agent)
+    function = fn.AgentProcessFunction(
+        plan.model_dump_json(), {}, packed=True, key_of=lambda r: r["key"]
+    )
+    backend = _Switches()
+    function.slot = SlotRuntime(plan)
+    function._key_backend, function._java_keys = backend, True
+    function.memory = _KeyedMapState(backend)
+    function.touched = None
+    function._ttl = None
+    function._memory_unused = True
+    function._check_restored = False
+    function._prefix, function._counter = "t-", 0
+    return function, backend
+
+
+def _batch(*records: tuple[str, int, int]) -> list[Any]:
+    """``[Java key, input as PyFlink hands it over, timestamp]`` per record."""
+    return [
+        [f"J{key}", [0, [b"key", pickle.dumps({"key": key, "i": i})]], ts] for key, i, ts in records
+    ]
+
+
+def _unpack(outputs: list[bytes]) -> list[tuple[int, Any]]:
+    return [(struct.unpack(">q", o[:8])[0], pickle.loads(o[8:])) for o in outputs]
+
+
+def test_a_batch_runs_in_order_with_its_timestamps_and_switches_no_key_without_state() -> None:
+    from tests.flink import agents
+
+    function, backend = _batch_function(agents.chat_agent())
+    try:
+        outputs = function.process_batch(
+            _batch(("a", 1, 10), ("b", 2, fn.KEEP_TIMESTAMP), ("a", 3, 30)), pickle.loads, None
+        )
+        # Each output carries its input's timestamp code (Long.MIN_VALUE: none).
+        assert _unpack(outputs) == [
+            (10, {"key": "a", "i": 1}),
+            (fn.NO_TIMESTAMP, {"key": "b", "i": 2}),
+            (30, {"key": "a", "i": 3}),
+        ]
+        # Zero-latency runs without memory touch no keyed state: no key switch at all.
+        assert backend.keys == []
+    finally:
+        function.slot.close()
+
+
+def test_a_batch_switches_to_each_key_whose_memory_it_reads_or_writes() -> None:
+    from tests.flink import agents
+
+    function, backend = _batch_function(agents.memory_agent())
+    try:
+        outputs = function.process_batch(
+            _batch(("a", 1, 10), ("b", 2, 20), ("a", 3, 30)), pickle.loads, None
+        )
+        counts = [(out["key"], out["count"]) for _, out in _unpack(outputs)]
+        assert counts == [("a", 1), ("b", 1), ("a", 2)]
+        # The first run commits memory (the key's first); later inputs read it first.
+        assert backend.keys == ["Ja", "Jb", "Ja"]
+        assert function.memory.by_key["Ja"]["stats.count"] == 2
+        assert function.memory.by_key["Jb"]["stats.count"] == 1
+    finally:
+        function.slot.close()

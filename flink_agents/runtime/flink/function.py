@@ -223,6 +223,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._java_keys = False
         self._barrier_failed = False
         self._memory_unused = False
+        #: The Java key of the batch input being processed, until the backend is switched to
+        #: it (:meth:`process_batch`).
+        self._batch_key: Any = None
+        self.batch_size = 1
+        self.batch_linger_ms = 0
         #: Whether an operator may call :meth:`before_barrier`, so keys going async keep
         #: their state key (thread mode: once claim_barrier_hook bound the function).
         self.barrier_hook = False
@@ -258,6 +263,10 @@ class AgentProcessFunction(KeyedProcessFunction):
         # state TTL would expire single paths, and did not expire entries in a test through
         # PyFlink): the time of the key's last memory change, checked when memory is loaded.
         self._ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        #: Inputs per Python call and the longest wait for a batch to fill (ms), for the
+        #: bridge jar's thread-mode operator (see process_batch).
+        self.batch_size = config.get(AgentExecutionOptions.BATCH_SIZE)
+        self.batch_linger_ms = config.get(AgentExecutionOptions.BATCH_LINGER_MS)
         self.touched = (
             runtime_context.get_state(ValueStateDescriptor("fa-memory-touched", Types.DOUBLE()))
             if self._ttl
@@ -304,22 +313,57 @@ class AgentProcessFunction(KeyedProcessFunction):
         return f"{self._prefix}{self._counter}"
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
+        return self._process(value, ctx, None)
+
+    def process_batch(self, batch: Any, convert: Any, ctx: Any) -> list[Any]:
+        """The outputs of a batch of inputs, processed in order as process_element would
+        (thread mode, the bridge jar's operator: :class:`_LeanOperation`).
+
+        ``batch`` holds ``[Java key, input as PyFlink hands it over, timestamp]`` per input
+        (``Long.MIN_VALUE``: none); ``convert`` turns the input's record field into the
+        record. The keyed state backend is switched to an input's key only when its state
+        or timers are used (most zero-latency runs touch neither), and every output carries
+        its input's timestamp code: the batch leaves after its inputs' calls.
+        """
+        outputs: list[Any] = []
+        for key, value, ts in batch:
+            self._batch_key = key
+            if self._key_of is None:
+                self._use_key()  # keyless input: the round-robin key comes from Flink
+            code = NO_TIMESTAMP if ts == KEEP_TIMESTAMP else ts
+            outputs.extend(self._process(convert(value[1][1]), ctx, code))
+        self._batch_key = None
+        return outputs
+
+    def _use_key(self) -> None:
+        """Switch the keyed state backend to the current batch input's key (if not yet)."""
+        key = self._batch_key
+        if key is not None:
+            self._batch_key = None
+            self._key_backend.setCurrentKey(key)
+
+    def _process(self, value: Any, ctx: Any, ts: int | None) -> Iterator[Any]:
+        """``ts``: the input's timestamp code when known (batches), else None (ask ``ctx``
+        when needed; outputs emitted during the call keep Flink's timestamp)."""
         slot = self.slot
         assert slot is not None
         key = ctx.get_current_key() if self._key_of is None else self._key_of(value)
-        item = Item(self._next_id(), KEEP_TIMESTAMP, value)
+        item = Item(self._next_id(), KEEP_TIMESTAMP if ts is None else ts, value)
         slot.acquire()
         work = self._active.get(key)
         if work is not None:
-            item.ts = _timestamp(ctx)
+            self._use_key()
+            item.ts = _timestamp(ctx) if ts is None else ts
             self.pending.add(item.to_state())
             self._enqueue(work, item)
             self._arm(work, ctx)
             return
+        if self._check_restored:
+            self._use_key()
         restored = self._restored_pending() if self._check_restored else None
         if restored:
             # Inputs left from before a restore: they go first, in their order.
-            item.ts = _timestamp(ctx)
+            item.ts = _timestamp(ctx) if ts is None else ts
             work = self._resume(key, restored, ctx)
             self.pending.add(item.to_state())
             self._enqueue(work, item)
@@ -332,8 +376,10 @@ class AgentProcessFunction(KeyedProcessFunction):
             yield from self._commit_settled(work)
             return
         slot.stats["async"] += 1
+        self._use_key()
         self._active[key] = work
-        item.ts = _timestamp(ctx)  # before any timer can emit the item's outputs
+        if ts is None:
+            item.ts = _timestamp(ctx)  # before any timer can emit the item's outputs
         if self.barrier_hook:
             # For before_barrier. Only here and in _resume: not per record.
             work.state_key = self._state_key()
@@ -356,6 +402,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         """The current key's committed memory; cleared first when its TTL has passed."""
         if self._keyless or self._memory_unused:
             return {}
+        self._use_key()
         if self.touched is not None:
             last = self.touched.value()
             if last is not None and time.time() - last > self._ttl:
@@ -540,6 +587,7 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     def _commit_memory(self, outcome: RunResult) -> None:
         """Write a run's memory changes to the current key's ``MapState``."""
+        self._use_key()
         if outcome.memory_updates:
             self._memory_unused = False
         for path in outcome.memory_deletes:
@@ -598,8 +646,21 @@ class _LeanOperation:
     def __init__(self, operation: Any, process_element: Any, ctx: Any, convert: Any) -> None:
         self._operation = operation
         self._process_element = process_element
+        self._function: AgentProcessFunction = process_element.__self__
         self._ctx = ctx
         self._convert = convert
+
+    def batch_settings(self) -> list[int]:
+        """``[inputs per call, longest wait in ms]``: batches only where the function's
+        keyed state backend can be switched per input (the Java one, thread mode)."""
+        function = self._function
+        if not function._java_keys or function.batch_size <= 1:
+            return [1, 0]
+        return [function.batch_size, function.batch_linger_ms]
+
+    def process_batch(self, batch: Any) -> list[Any]:
+        """The outputs of a batch of inputs (:meth:`AgentProcessFunction.process_batch`)."""
+        return self._function.process_batch(batch, self._convert, self._ctx)
 
     def process_element(self, value: Any) -> Any:
         # ``value``: ``[row kind, [key, record]]``, the keyed input as PyFlink's Java side

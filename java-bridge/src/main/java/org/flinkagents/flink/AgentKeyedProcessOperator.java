@@ -3,6 +3,7 @@ package org.flinkagents.flink;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
@@ -12,6 +13,8 @@ import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbedded
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractOneInputEmbeddedPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKeyedProcessOperator;
 import org.apache.flink.streaming.api.utils.PythonTypeUtils;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.tasks.ProcessingTimeService;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,6 +77,16 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     private transient PythonTypeUtils.DataConverter<IN, Object> inputConverter;
 
     private transient PythonTypeUtils.DataConverter<OUT, Object> outputConverter;
+
+    /** Inputs per Python call ({@code batch.size}; 1: no batching) and the longest wait (ms). */
+    private transient int batchSize;
+
+    private transient long lingerMs;
+
+    /** Inputs waiting for their batch: {@code [key, converted input, timestamp]} each. */
+    private transient List<Object[]> buffer;
+
+    private transient boolean flushScheduled;
 
     public AgentKeyedProcessOperator(
             Configuration config,
@@ -146,6 +159,47 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                 lean = false;
             }
         }
+        batchSize = 1;
+        if (lean) {
+            Object settings = invokeMethod.invoke(python, "operation", "batch_settings", new Object[0]);
+            long[] values = longs(settings);
+            if (values != null && values.length == 2 && values[0] > 1) {
+                batchSize = (int) values[0];
+                lingerMs = Math.max(1, values[1]);
+                buffer = new ArrayList<>(batchSize);
+            }
+        }
+    }
+
+    /** {@code value} with its object arrays (nested too) copied. */
+    private static Object copy(Object value) {
+        if (!(value instanceof Object[])) {
+            return value;
+        }
+        Object[] copied = ((Object[]) value).clone();
+        for (int i = 0; i < copied.length; i++) {
+            copied[i] = copy(copied[i]);
+        }
+        return copied;
+    }
+
+    /** A Python list of ints as pemja hands it over (a List or an array). */
+    private static long[] longs(Object value) {
+        Object[] items;
+        if (value instanceof List) {
+            items = ((List<?>) value).toArray();
+        } else if (value instanceof Object[]) {
+            items = (Object[]) value;
+        } else if (value instanceof long[]) {
+            return (long[]) value;
+        } else {
+            return null;
+        }
+        long[] out = new long[items.length];
+        for (int i = 0; i < items.length; i++) {
+            out[i] = ((Number) items[i]).longValue();
+        }
+        return out;
     }
 
     @SuppressWarnings("unchecked")
@@ -160,6 +214,27 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     public void processElement(StreamRecord<IN> element) throws Exception {
         if (!lean) {
             super.processElement(element);
+            return;
+        }
+        if (batchSize > 1) {
+            long ts = element.hasTimestamp() ? element.getTimestamp() : Long.MIN_VALUE;
+            // PyFlink's converter reuses its arrays from one input to the next: copied.
+            buffer.add(
+                    new Object[] {
+                        getCurrentKey(), copy(inputConverter.toExternal(element.getValue())), ts
+                    });
+            if (buffer.size() >= batchSize) {
+                flush();
+            } else if (!flushScheduled) {
+                flushScheduled = true;
+                ProcessingTimeService time = getProcessingTimeService();
+                time.registerTimer(
+                        time.getCurrentProcessingTime() + lingerMs,
+                        now -> {
+                            flushScheduled = false;
+                            flush();
+                        });
+            }
             return;
         }
         // What PyFlink's processElement does, with the outputs coming back as one list.
@@ -193,8 +268,60 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
         }
     }
 
+    /**
+     * Hands the buffered inputs to Python in one call and emits their outputs, each with its
+     * input's timestamp (taken from the output's timestamp code, so that records are the same as
+     * without batching also when the timestamp operator only unwraps).
+     */
+    private void flush() throws Exception {
+        if (buffer == null || buffer.isEmpty()) {
+            return;
+        }
+        Object[] batch = buffer.toArray();
+        buffer.clear();
+        Object outputs;
+        try {
+            outputs = invokeMethod.invoke(python, "operation", "process_batch", new Object[] {batch});
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof Exception ? (Exception) cause : e;
+        }
+        Object[] items =
+                outputs instanceof List ? ((List<?>) outputs).toArray() : (Object[]) outputs;
+        for (Object output : items) {
+            long code = CarriedTimestampOperator.code((byte[]) output);
+            if (code == CarriedTimestampOperator.KEEP || code == CarriedTimestampOperator.NONE) {
+                collector.eraseTimestamp();
+            } else {
+                collector.setAbsoluteTimestamp(code);
+            }
+            collector.collect(outputConverter.toInternal(output));
+        }
+    }
+
+    @Override
+    public void processWatermark(Watermark mark) throws Exception {
+        flush(); // inputs before the watermark are processed before its timers fire
+        super.processWatermark(mark);
+    }
+
+    @Override
+    public void endInput() {
+        try {
+            flush();
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+        super.endInput();
+    }
+
     @Override
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        // Inputs before the barrier are processed (finished, or waiting in keyed state)
+        // before their durable records are saved.
+        flush();
         Object interpreter = python;
         if (interpreter != null) {
             try {
