@@ -11,6 +11,11 @@ Keyed state of a key:
 - ``durable`` (``MapState`` ``"<input id>/<call id>"`` -> record): durable calls of runs not
   committed yet, so a restore answers them from state instead of calling again.
 
+Input arrives one record per ``process_element`` call, or (thread mode, the bridge jar's
+operator) in batches through :meth:`AgentProcessFunction.process_batch`, which handles each
+input as ``process_element`` would, switching the keyed state backend to its key only when
+state or timers are used; see ``batch.size``.
+
 Flow: ``process_element`` starts an idle key's run on the slot's loop and waits only until
 the run finishes or really waits; a run that finished is committed and emitted right there
 (no timer: they cost ~2x per record). A run that waits leaves its input in ``pending`` and

@@ -41,7 +41,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Right after the hook, PyFlink's Python operation object is swapped for the one that
  * {@code lean_operation(operation)} returns: the same calls, with a shorter per-record path
- * (or PyFlink's own object when anything about it is unexpected).
+ * (or PyFlink's own object when anything about it is unexpected). With it in place, inputs
+ * reach Python in batches ({@code batch.size}): buffered here with their keys and timestamps,
+ * handed over in one call when the batch is full, {@code batch.linger-ms} after its first
+ * input, and before every checkpoint barrier (ahead of the hook), watermark and the end of
+ * input. Python switches the keyed state backend to an input's key when it uses state or
+ * timers; each output comes back with its input's timestamp code, which sets the record's
+ * timestamp here.
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
