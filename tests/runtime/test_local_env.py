@@ -112,6 +112,10 @@ def test_bad_configuration_is_a_clear_error():
     env = AgentsExecutionEnvironment.get_execution_environment()
     with pytest.raises(ConfigurationError, match="'max-retries'.*expected an integer"):
         env.get_config().set_str("max-retries", "many")
+    with pytest.raises(ConfigurationError, match="'batch.size'"):
+        env.get_config().set_str("batch.size", "0")
+    with pytest.raises(ConfigurationError, match="'batch.linger-ms'.*expected an integer"):
+        env.get_config().set_str("batch.linger-ms", "soon")
     with pytest.raises(ConfigurationError, match="fail, retry, ignore|'fail', 'retry'"):
         env.get_config().set(AgentConfigOptions.ERROR_HANDLING_STRATEGY, "sometimes")
     env.get_config().set(AgentConfigOptions.ERROR_HANDLING_STRATEGY, ErrorHandlingStrategy.IGNORE)
