@@ -283,6 +283,11 @@ def _batch(*records: tuple[str, int, int]) -> list[Any]:
     ]
 
 
+def _record(value: Any) -> Any:
+    """The record of an input as PyFlink hands it over (``[row kind, [key, record]]``)."""
+    return pickle.loads(value[1][1])
+
+
 def _unpack(outputs: list[bytes]) -> list[tuple[int, Any]]:
     return [(struct.unpack(">q", o[:8])[0], pickle.loads(o[8:])) for o in outputs]
 
@@ -293,7 +298,7 @@ def test_a_batch_runs_in_order_with_its_timestamps_and_switches_no_key_without_s
     function, backend = _batch_function(agents.chat_agent())
     try:
         outputs = function.process_batch(
-            _batch(("a", 1, 10), ("b", 2, fn.KEEP_TIMESTAMP), ("a", 3, 30)), pickle.loads, None
+            _batch(("a", 1, 10), ("b", 2, fn.KEEP_TIMESTAMP), ("a", 3, 30)), _record, None
         )
         # Each output carries its input's timestamp code (Long.MIN_VALUE: none).
         assert _unpack(outputs) == [
@@ -313,7 +318,7 @@ def test_a_batch_switches_to_each_key_whose_memory_it_reads_or_writes() -> None:
     function, backend = _batch_function(agents.memory_agent())
     try:
         outputs = function.process_batch(
-            _batch(("a", 1, 10), ("b", 2, 20), ("a", 3, 30)), pickle.loads, None
+            _batch(("a", 1, 10), ("b", 2, 20), ("a", 3, 30)), _record, None
         )
         counts = [(out["key"], out["count"]) for _, out in _unpack(outputs)]
         assert counts == [("a", 1), ("b", 1), ("a", 2)]

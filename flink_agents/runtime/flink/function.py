@@ -325,19 +325,21 @@ class AgentProcessFunction(KeyedProcessFunction):
         (thread mode, the bridge jar's operator: :class:`_LeanOperation`).
 
         ``batch`` holds ``[Java key, input as PyFlink hands it over, timestamp]`` per input
-        (``Long.MIN_VALUE``: none); ``convert`` turns the input's record field into the
-        record. The keyed state backend is switched to an input's key only when its state
+        (``Long.MIN_VALUE``: none); ``convert`` turns such an input into the record. The
+        keyed state backend is switched to an input's key only when its state
         or timers are used (most zero-latency runs touch neither), and every output carries
         its input's timestamp code: the batch leaves after its inputs' calls.
         """
         outputs: list[Any] = []
-        for key, value, ts in batch:
-            self._batch_key = key
-            if self._key_of is None:
-                self._use_key()  # keyless input: the round-robin key comes from Flink
-            code = NO_TIMESTAMP if ts == KEEP_TIMESTAMP else ts
-            outputs.extend(self._process(convert(value[1][1]), ctx, code))
-        self._batch_key = None
+        try:
+            for key, value, ts in batch:
+                self._batch_key = key
+                if self._key_of is None:
+                    self._use_key()  # keyless input: the round-robin key comes from Flink
+                code = NO_TIMESTAMP if ts == KEEP_TIMESTAMP else ts
+                outputs.extend(self._process(convert(value), ctx, code))
+        finally:
+            self._batch_key = None
         return outputs
 
     def _use_key(self) -> None:
@@ -345,7 +347,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         key = self._batch_key
         if key is not None:
             self._batch_key = None
-            self._key_backend.setCurrentKey(key)
+            self._set_state_key(key)
 
     def _process(self, value: Any, ctx: Any, ts: int | None) -> Iterator[Any]:
         """``ts``: the input's timestamp code when known (batches), else None (ask ``ctx``
@@ -663,19 +665,22 @@ class _LeanOperation:
             return [1, 0]
         return [function.batch_size, function.batch_linger_ms]
 
-    def process_batch(self, batch: Any) -> list[Any]:
-        """The outputs of a batch of inputs (:meth:`AgentProcessFunction.process_batch`)."""
-        return self._function.process_batch(batch, self._convert, self._ctx)
-
-    def process_element(self, value: Any) -> Any:
+    def _record(self, value: Any) -> Any:
         # ``value``: ``[row kind, [key, record]]``, the keyed input as PyFlink's Java side
         # hands it over.
-        return self._process_element(self._convert(value[1][1]), self._ctx)
+        return self._convert(value[1][1])
+
+    def process_batch(self, batch: Any) -> list[Any]:
+        """The outputs of a batch of inputs (:meth:`AgentProcessFunction.process_batch`)."""
+        return self._function.process_batch(batch, self._record, self._ctx)
+
+    def process_element(self, value: Any) -> Any:
+        return self._process_element(self._record(value), self._ctx)
 
     def process_element_list(self, value: Any) -> list[Any]:
         """The outputs of one input, as a list: what the Java operator calls per record
         (one call into Python instead of PyFlink's iterator protocol)."""
-        return list(self._process_element(self._convert(value[1][1]), self._ctx))
+        return list(self.process_element(value))
 
     def on_timer(self, timestamp: int) -> Any:
         return self._operation.on_timer(timestamp)
