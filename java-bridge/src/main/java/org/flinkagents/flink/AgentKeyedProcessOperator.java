@@ -167,11 +167,11 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
         }
         batchSize = 1;
         if (lean) {
-            Object settings = invokeMethod.invoke(python, "operation", "batch_settings", new Object[0]);
-            long[] values = longs(settings);
-            if (values != null && values.length == 2 && values[0] > 1) {
-                batchSize = (int) values[0];
-                lingerMs = Math.max(1, values[1]);
+            Object[] settings = items(call("operation", "batch_settings"));
+            long size = ((Number) settings[0]).longValue();
+            if (size > 1) {
+                batchSize = (int) size;
+                lingerMs = Math.max(1, ((Number) settings[1]).longValue());
                 buffer = new ArrayList<>(batchSize);
             }
         }
@@ -189,23 +189,28 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
         return copied;
     }
 
-    /** A Python list of ints as pemja hands it over (a List or an array). */
-    private static long[] longs(Object value) {
-        Object[] items;
-        if (value instanceof List) {
-            items = ((List<?>) value).toArray();
-        } else if (value instanceof Object[]) {
-            items = (Object[]) value;
-        } else if (value instanceof long[]) {
-            return (long[]) value;
-        } else {
-            return null;
+    /** The items of a Python list as pemja hands it over (a List or an array). */
+    private static Object[] items(Object list) {
+        if (list instanceof List) {
+            return ((List<?>) list).toArray();
         }
-        long[] out = new long[items.length];
-        for (int i = 0; i < items.length; i++) {
-            out[i] = ((Number) items[i]).longValue();
+        if (list instanceof Object[]) {
+            return (Object[]) list;
         }
-        return out;
+        throw new IllegalStateException(
+                "flink-agents: the lean operation returned "
+                        + (list == null ? "None" : "a " + list.getClass().getName())
+                        + ", not a list");
+    }
+
+    /** {@code object.method(args)} in the operator's interpreter; Python errors unwrapped. */
+    private Object call(String object, String method, Object... args) throws Exception {
+        try {
+            return invokeMethod.invoke(python, object, method, args);
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof Exception ? (Exception) cause : e;
+        }
     }
 
     @SuppressWarnings("unchecked")
@@ -246,31 +251,13 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
         // What PyFlink's processElement does, with the outputs coming back as one list.
         collector.setTimestamp(element);
         timestamp = element.getTimestamp();
-        Object outputs;
-        try {
-            outputs =
-                    invokeMethod.invoke(
-                            python,
-                            "operation",
-                            "process_element_list",
-                            new Object[] {inputConverter.toExternal(element.getValue())});
-        } catch (InvocationTargetException e) {
-            Throwable cause = e.getCause();
-            throw cause instanceof Exception ? (Exception) cause : e;
-        }
-        if (outputs instanceof List) {
-            for (Object output : (List<?>) outputs) {
-                collector.collect(outputConverter.toInternal(output));
-            }
-        } else if (outputs instanceof Object[]) {
-            for (Object output : (Object[]) outputs) {
-                collector.collect(outputConverter.toInternal(output));
-            }
-        } else if (outputs != null) {
-            throw new IllegalStateException(
-                    "flink-agents: the lean operation returned a "
-                            + outputs.getClass().getName()
-                            + ", not a list of outputs");
+        Object outputs =
+                call(
+                        "operation",
+                        "process_element_list",
+                        inputConverter.toExternal(element.getValue()));
+        for (Object output : items(outputs)) {
+            collector.collect(outputConverter.toInternal(output));
         }
     }
 
@@ -285,16 +272,8 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
         }
         Object[] batch = buffer.toArray();
         buffer.clear();
-        Object outputs;
-        try {
-            outputs = invokeMethod.invoke(python, "operation", "process_batch", new Object[] {batch});
-        } catch (InvocationTargetException e) {
-            Throwable cause = e.getCause();
-            throw cause instanceof Exception ? (Exception) cause : e;
-        }
-        Object[] items =
-                outputs instanceof List ? ((List<?>) outputs).toArray() : (Object[]) outputs;
-        for (Object output : items) {
+        // The batch is an Object[]: wrapped, or varargs would spread it into arguments.
+        for (Object output : items(call("operation", "process_batch", new Object[] {batch}))) {
             long code = CarriedTimestampOperator.code((byte[]) output);
             if (code == CarriedTimestampOperator.KEEP || code == CarriedTimestampOperator.NONE) {
                 collector.eraseTimestamp();
@@ -328,15 +307,8 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
         // Inputs before the barrier are processed (finished, or waiting in keyed state)
         // before their durable records are saved.
         flush();
-        Object interpreter = python;
-        if (interpreter != null) {
-            try {
-                invokeMethod.invoke(
-                        interpreter, HOOK, "before_barrier", new Object[] {checkpointId});
-            } catch (InvocationTargetException e) {
-                Throwable cause = e.getCause();
-                throw cause instanceof Exception ? (Exception) cause : e;
-            }
+        if (python != null) {
+            call(HOOK, "before_barrier", checkpointId);
         }
         super.prepareSnapshotPreBarrier(checkpointId);
     }
