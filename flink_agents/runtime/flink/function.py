@@ -379,10 +379,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.queue.append(item)
         work.running = True
         if slot.start_and_settle(work):
-            slot.stats["sync"] += 1
             yield from self._commit_settled(work)
             return
-        slot.stats["async"] += 1
         self._use_key()
         self._active[key] = work
         if ts is None:
@@ -479,13 +477,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             work.wait_idle()
         elif timestamp == work.timer_at:
             work.timer_at = None
-        slot.stats["timer_wakeups"] += 1
-        emitted = False
-        for out in self._commit(work):
-            emitted = True
-            yield out
-        if not emitted:
-            slot.stats["empty_wakeups"] += 1
+        yield from self._commit(work)
         service = ctx.timer_service()
         if work.is_done():
             del self._active[key]
@@ -543,10 +535,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             )
             self._barrier_failed = True
             return
-        stats = self.slot.stats
-        stats["barriers"] = stats.get("barriers", 0) + 1
         if saved:
-            stats["barrier_saves"] = stats.get("barrier_saves", 0) + saved
             log.debug(
                 "checkpoint %s: saved %d durable call record(s) before the barrier",
                 checkpoint_id,
