@@ -70,8 +70,10 @@ PUBLIC = {
     },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
+        "CollectionManageableVectorStore",
         "Document",
         "VectorStoreQuery",
+        "VectorStoreQueryMode",
         "VectorStoreQueryResult",
     },
     "flink_agents.api.prompts.prompt": {"Prompt"},
