@@ -94,6 +94,7 @@ def test_add_get_upsert_update_delete(store):
     )
     assert ids[0] == "a" and len(ids[1]) >= 32
     assert [d.id for d in store.get(ids=[ids[1], "missing", "a"])] == [ids[1], "a"]
+    assert store.get(ids=[]) == []
     assert store.get(ids="a")[0].metadata == {"n": 1, "old": "x"}
     # add with an existing id replaces the document: content, metadata (old keys go), vector
     store.add(Document(id="a", content="cherries are dark red", metadata={"n": 3}))

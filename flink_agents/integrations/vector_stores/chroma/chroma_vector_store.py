@@ -271,6 +271,8 @@ class ChromaVectorStore(CollectionManageableVectorStore):
         where = to_chroma_where(parse_filter(filters, kwargs.get("where")))
         collection = self._open(collection_name, kwargs, create=False)
         wanted = [ids] if isinstance(ids, str) else ids
+        if wanted is not None and not wanted:
+            return []
         try:
             found = collection.get(
                 ids=wanted,
