@@ -9,6 +9,8 @@
      +-- RuntimeFailure              something failed while a run was executing
           +-- ActionError            an action raised (carries key, action, event id)
           +-- ResourceError          a resource could not be found or created
+          |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
+          |                          dimension mismatch, bad filter, missing id)
           +-- ModelCallError         a chat/embedding model call failed
           +-- ToolError              a tool call failed
           |    +-- ToolArgumentError the model called a tool with bad arguments
@@ -116,6 +118,11 @@ class ActionError(RuntimeFailure):
 
 class ResourceError(RuntimeFailure):
     """A resource is missing, has the wrong type, or failed to be created."""
+
+
+class VectorStoreError(ResourceError, ValueError):
+    """A vector store rejected a request: an unknown collection, an embedding of the wrong
+    dimension, a malformed metadata filter, an id that does not exist."""
 
 
 class ModelCallError(RuntimeFailure):

@@ -205,12 +205,22 @@ class AgentExecutionOptions:
     )
 
 
-_ALL_OPTIONS: dict[str, ConfigOption[Any]] = {
-    opt.key: opt
-    for holder in (AgentConfigOptions, AgentExecutionOptions)
-    for opt in vars(holder).values()
-    if isinstance(opt, ConfigOption)
-}
+_ALL_OPTIONS: dict[str, ConfigOption[Any]] = {}
+
+
+def register_options(holder: type) -> None:
+    """Make the :class:`ConfigOption` attributes of ``holder`` (and of classes nested in it,
+    e.g. ``LongTermMemoryOptions.Mem0``) known options: set by string key they are checked,
+    read unset they give their default."""
+    for value in vars(holder).values():
+        if isinstance(value, ConfigOption):
+            _ALL_OPTIONS[value.key] = value
+        elif isinstance(value, type) and value.__qualname__.startswith(holder.__qualname__ + "."):
+            register_options(value)  # a nested holder, not any class it refers to
+
+
+register_options(AgentConfigOptions)
+register_options(AgentExecutionOptions)
 
 
 class AgentConfiguration:
@@ -257,3 +267,8 @@ class AgentConfiguration:
 
     def __repr__(self) -> str:
         return f"AgentConfiguration({self.to_dict()!r})"
+
+
+# Options declared elsewhere in the API register themselves when imported; import them here
+# so that their keys are known whichever module a program imports first.
+import flink_agents.api.memory.long_term_memory  # noqa: E402, F401

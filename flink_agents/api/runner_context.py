@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from flink_agents.api.events.event import Event
+from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.metric_group import MetricGroup
 from flink_agents.api.resource import Resource, ResourceType
@@ -37,11 +38,15 @@ class RunnerContext(ABC):
         """Memory of the current run, cleared when the run ends."""
 
     @property
-    def long_term_memory(self) -> Any:
-        """Long-term memory is not available yet."""
-        raise NotImplementedError(
-            "long-term memory is not supported yet; use short_term_memory (keyed state)"
-        )
+    def long_term_memory(self) -> BaseLongTermMemory:
+        """Memory sets of text items with semantic search, kept in a vector store across
+        runs and restarts, scoped to the job identifier and the current key (see
+        :mod:`flink_agents.api.memory.long_term_memory`).
+
+        Raises:
+            ConfigurationError: ``LongTermMemoryOptions.Mem0`` options are not all set.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
 
     @property
     @abstractmethod

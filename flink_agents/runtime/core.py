@@ -28,11 +28,13 @@ from flink_agents.api.core_options import (
     ErrorHandlingStrategy,
 )
 from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
+from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.errors import ActionError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
+from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.resources import ResourceCache
@@ -183,6 +185,10 @@ class RunContext(RunnerContext):
     def sensory_memory(self) -> MemoryObject:
         return StoredMemoryObject(self._run.sensory)
 
+    @property
+    def long_term_memory(self) -> BaseLongTermMemory:
+        return self._run.runner.long_term_memory.for_key(self._run.key)
+
     # -- config --------------------------------------------------------------------------------
     @property
     def config(self) -> AgentConfiguration:
@@ -304,6 +310,7 @@ class AgentRunner:
             thread_name_prefix="flink-agents-call",
         )
         self.metrics = SimpleMetricGroup("agent")
+        self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
@@ -323,6 +330,7 @@ class AgentRunner:
 
     def close(self) -> None:
         """Close resources and the executor this runner made."""
+        self.long_term_memory.close()
         self.resources.close()
         if self._own_executor:
             self.executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[call-arg]

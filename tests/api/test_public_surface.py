@@ -23,6 +23,7 @@ PUBLIC = {
         "AgentExecutionOptions",
         "ConfigOption",
         "ErrorHandlingStrategy",
+        "register_options",
     },
     "flink_agents.api.decorators": {
         "ActionMarker",
@@ -70,9 +71,17 @@ PUBLIC = {
     },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
+        "CollectionManageableVectorStore",
         "Document",
         "VectorStoreQuery",
+        "VectorStoreQueryMode",
         "VectorStoreQueryResult",
+    },
+    "flink_agents.api.memory.long_term_memory": {
+        "BaseLongTermMemory",
+        "LongTermMemoryOptions",
+        "MemorySet",
+        "MemorySetItem",
     },
     "flink_agents.api.prompts.prompt": {"Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
