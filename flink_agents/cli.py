@@ -54,7 +54,6 @@ traceback and log output.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import inspect
 import json
@@ -447,10 +446,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {args.output!r}: {exc.strerror or exc}") from exc
 
-    runner = LocalRunner(plan)
-    # One event loop for all batches: the runner makes its thread pool the loop's default
-    # executor, and asyncio.run() would shut that pool down after the first batch.
-    loop = asyncio.new_event_loop()
     done = written = 0
     bar = tqdm(
         total=len(records),
@@ -461,12 +456,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         dynamic_ncols=True,
     )
     try:
-        with out_fh:
+        # One runner for all batches: one loop, one thread pool, memory kept across batches.
+        with out_fh, LocalRunner(plan) as runner:
             for batch in _batches(records, args.batch_size):
                 try:
-                    results = loop.run_until_complete(
-                        runner.run_async([(r.key, r.value) for r in batch])
-                    )
+                    results = runner.run([(r.key, r.value) for r in batch])
                 except FlinkAgentsError as exc:
                     first = batch[0].line
                     raise CommandFailure(
@@ -489,8 +483,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                 bar.update(len(batch))
     finally:
         bar.close()
-        loop.close()
-        runner.close()
     print(
         f"{done} records in, {written} outputs written to {args.output}",
         file=sys.stderr,
