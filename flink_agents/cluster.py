@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flink_agents.errors import ClusterError
+
 __all__ = [
     "JAVA_OPTS",
     "MINIMAL_JAVA_OPTS",
@@ -87,10 +89,6 @@ MINIMAL_JAVA_OPTS: tuple[str, ...] = (
 
 _STATE_FILE = "cluster.json"
 _JOB_ID = re.compile(r"JobID\s+([0-9a-f]{32})")
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started, reached or stopped, or a submission failed."""
 
 
 @dataclass
