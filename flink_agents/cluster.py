@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flink_agents._python_path import worker_python_path
 from flink_agents.errors import ClusterError
 
 __all__ = [
@@ -152,6 +153,7 @@ def pyflink_home() -> Path:
 
 
 def _free_port() -> int:
+    """A free TCP port on 127.0.0.1 (bound, then released) for the JobManager's RPC."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -160,18 +162,6 @@ def _free_port() -> int:
 def _port_in_use(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _python_paths() -> list[str]:
-    """Where the workers find this interpreter's packages (thread mode needs it spelled out)."""
-    import flink_agents
-
-    root = str(Path(flink_agents.__file__).resolve().parent.parent)
-    paths = [root]
-    for p in sys.path:
-        if p and "site-packages" in p and os.path.isdir(p) and p not in paths:
-            paths.append(p)
-    return paths
 
 
 def _write_config(
@@ -205,7 +195,7 @@ def _write_config(
         "rest.port": port,
         "python.executable": sys.executable,
         "python.client.executable": sys.executable,
-        "python.pythonpath": os.pathsep.join(_python_paths()),
+        "python.pythonpath": os.pathsep.join(worker_python_path()),
     }
     if java_opts:
         values["env.java.opts.all"] = " ".join(java_opts)
