@@ -7,16 +7,21 @@
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- RuntimeFailure              something failed while a run was executing
-          +-- ActionError            an action raised (carries key, action, event id)
-          +-- ResourceError          a resource could not be found or created
-          |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
-          |                          dimension mismatch, bad filter, missing id)
-          +-- ModelCallError         a chat/embedding model call failed
-          +-- ToolError              a tool call failed
-          |    +-- ToolArgumentError the model called a tool with bad arguments
-          |    +-- UnknownToolError  the model called a tool that does not exist
-          +-- OutputSchemaError      a model reply does not match the output schema
-          +-- JavaBridgeError        a Java resource failed (carries the Java message)
+     |    +-- ActionError            an action raised (carries key, action, event id)
+     |    +-- ResourceError          a resource could not be found or created
+     |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
+     |    |                          dimension mismatch, bad filter, missing id)
+     |    +-- ModelCallError         a chat/embedding model call failed
+     |    +-- ToolError              a tool call failed
+     |    |    +-- ToolArgumentError the model called a tool with bad arguments
+     |    |    +-- UnknownToolError  the model called a tool that does not exist
+     |    +-- OutputSchemaError      a model reply does not match the output schema
+     |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
+     +-- ClusterError                the local standalone cluster could not be started,
+     |                               reached or stopped, or a job submission failed
+     +-- CommandError                the ``flink-agents`` command ends with an error
+          +-- UsageError             invoked wrongly (bad arguments, input): exit code 2
+          +-- CommandFailure         invoked rightly, but the work failed: exit code 1
 
 Every error pickles (Flink pickles exceptions between the Python worker and the JVM), so
 all extra attributes are passed through ``__reduce__``.
@@ -171,3 +176,30 @@ class OutputSchemaError(RuntimeFailure):
 
 class JavaBridgeError(RuntimeFailure):
     """A Java resource raised; the message carries the Java exception text."""
+
+
+class ClusterError(FlinkAgentsError, RuntimeError):
+    """The local standalone cluster could not be started, reached or stopped, or a job
+    submission failed (see :mod:`flink_agents.cluster`)."""
+
+
+class CommandError(FlinkAgentsError):
+    """The ``flink-agents`` command ends with this error: its message is printed on one
+    line, and the process exits with :attr:`exit_code`."""
+
+    #: The process exit code.
+    exit_code: int = 1
+
+
+class UsageError(CommandError):
+    """The command was invoked wrongly: bad arguments, a ``module:attr`` that names no
+    agent, a missing or malformed input file, a bad ``--config`` value (exit code 2)."""
+
+    exit_code = 2
+
+
+class CommandFailure(CommandError):
+    """The command was invoked rightly but its work failed: an invalid agent, a failing
+    action, a cluster command or job that failed (exit code 1)."""
+
+    exit_code = 1

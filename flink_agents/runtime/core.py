@@ -285,27 +285,26 @@ class RunContext(RunnerContext):
 class AgentRunner:
     """Runs inputs through a plan. One instance per host instance (task slot).
 
+    The runner owns the thread pool for blocking calls (:attr:`executor`, sized by
+    ``num-async-threads``): ``durable_execute_async`` of a plain function runs on it, and
+    hosts install it as their event loop's default executor so that ``asyncio.to_thread``
+    (used by resources) shares it. It is the only pool; :meth:`close` shuts it down.
+
     Args:
         plan: the compiled agent.
         resources: the resource cache (one is made from the plan if not given).
-        executor: thread pool for blocking calls of ``durable_execute_async`` (made from
-            ``num-async-threads`` if not given).
+
+    Attributes:
+        executor: the thread pool for blocking calls (threads named ``flink-agents-call``).
     """
 
-    def __init__(
-        self,
-        plan: AgentPlan,
-        *,
-        resources: ResourceCache | None = None,
-        executor: concurrent.futures.Executor | None = None,
-    ) -> None:
+    def __init__(self, plan: AgentPlan, *, resources: ResourceCache | None = None) -> None:
         from flink_agents.api.core_options import AgentExecutionOptions
 
         self.plan = plan
         self.config = plan.get_config()
         self.resources = resources or ResourceCache(plan)
-        self._own_executor = executor is None
-        self.executor = executor or concurrent.futures.ThreadPoolExecutor(
+        self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
             thread_name_prefix="flink-agents-call",
         )
@@ -329,11 +328,13 @@ class AgentRunner:
         }
 
     def close(self) -> None:
-        """Close resources and the executor this runner made."""
-        self.long_term_memory.close()
-        self.resources.close()
-        if self._own_executor:
-            self.executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[call-arg]
+        """Close long-term memory and resources, then shut the executor down (without
+        waiting for calls still running: a host closes when no run needs it any more)."""
+        try:
+            self.long_term_memory.close()
+            self.resources.close()
+        finally:
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def run(
         self,

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from tests.cli.test_cli import REPO, cli
+from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_start_submit_status_stop(tmp_path):

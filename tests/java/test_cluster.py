@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -17,23 +16,18 @@ from flink_agents.cluster import (
     stop_cluster,
     submit,
 )
+from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 
 JOB = Path(__file__).with_name("cluster_job.py")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_standalone_cluster_runs_java_bridge_jobs(tmp_path: Path) -> None:
     workdir = tmp_path / "cluster"
     with pytest.raises(ClusterError, match="no cluster was started"):
         cluster_status(workdir)
-    started = start_cluster(workdir, port=_free_port(), slots=2)
+    started = start_cluster(workdir, port=free_port(), slots=2)
     try:
         assert started.running and started.taskmanagers == 1 and started.slots_total == 2
         assert (workdir / "lib" / "flink-python-2.3.0.jar").is_symlink()

@@ -457,25 +457,14 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         return str(agents_mode or conf.getString(EXECUTION_MODE, None) or "thread")
 
     def _python_paths(self) -> list[str]:
-        """This interpreter's package paths (thread mode does not read the venv's .pth
-        files, e.g. of an editable install), the project root and configured extras."""
-        import flink_agents
+        """The workers' Python path: the configured extras, then this interpreter's
+        (the rules: :func:`flink_agents._python_path.worker_python_path`)."""
+        from flink_agents._python_path import worker_python_path
 
         extra = self.get_config().get(PYTHONPATH) or []
         if isinstance(extra, str):
             extra = extra.split(os.pathsep)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(flink_agents.__file__)))
-        stdlib = os.path.realpath(os.path.dirname(os.__file__))
-        paths: list[str] = []
-        for path in [*extra, root, os.getcwd(), *sys.path]:
-            if not path or not os.path.isdir(path):
-                continue
-            real = os.path.abspath(path)
-            if os.path.realpath(real).startswith(stdlib) and "site-packages" not in real:
-                continue  # the interpreter brings its own standard library
-            if real not in paths:
-                paths.append(real)
-        return paths
+        return worker_python_path(extra)
 
     def _add_jars(self) -> None:
         if self._jars_added:

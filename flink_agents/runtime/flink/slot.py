@@ -18,7 +18,6 @@ in input order. Nothing here touches Flink state: that stays with the operator t
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import logging
 import threading
@@ -194,11 +193,8 @@ class SlotRuntime:
     def __init__(self, plan: AgentPlan) -> None:
         config = plan.get_config()
         self.max_in_flight: int = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
-        self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
-            thread_name_prefix="flink-agents-call",
-        )
-        self.runner = AgentRunner(plan, executor=self.executor)
+        self.runner = AgentRunner(plan)
+        self.executor = self.runner.executor
         self._borrow = gated_loop.supported()
         self.loop = gated_loop.GatedLoop() if self._borrow else asyncio.new_event_loop()
         # asyncio.to_thread (used by resources) goes to the loop's default executor.
