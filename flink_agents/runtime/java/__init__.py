@@ -56,7 +56,8 @@ _KINDS = {"tool": "tool", "chat_model_connection": "chat_model"}
 def bridge_jars() -> list[str]:
     """Absolute paths of the bridge jar(s) shipped in this package (empty if not built).
 
-    Build them with ``make java`` (``java-bridge/build.sh``).
+    Building the package compiles it in (``setup.py`` runs ``java-bridge/build.py``);
+    ``make java`` rebuilds it in a checkout.
     """
     return sorted(str(p) for p in _LIB.glob("*.jar"))
 
