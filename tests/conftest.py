@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,3 +19,22 @@ def _no_inherited_gateway_block():
     os.environ.pop("PYFLINK_GATEWAY_DISABLED", None)
     yield
     os.environ.pop("PYFLINK_GATEWAY_DISABLED", None)
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One local standalone cluster (1 TaskManager, 2 slots) for the tests that submit jobs
+    to a cluster, started on first use and stopped at the end of the session (starting one
+    takes 13-22 s). Yields its work directory (``submit(..., workdir=...)``,
+    ``flink-agents submit ... --cluster DIR``)."""
+    from flink_agents.cluster import start_cluster, stop_cluster
+
+    workdir = tmp_path_factory.mktemp("standalone-cluster")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    start_cluster(workdir, port=port, slots=2)
+    try:
+        yield workdir
+    finally:
+        stop_cluster(workdir)
