@@ -126,7 +126,26 @@ def event_class_for(event_type: str) -> type[Event] | None:
             if isinstance(obj, type) and issubclass(obj, Event):
                 return obj
             break
+    if cls is None:
+        cls = _loaded_subclass(event_type)
     return cls
+
+
+def _loaded_subclass(event_type: str) -> type[Event] | None:
+    """A loaded subclass whose ``EVENT_TYPE`` is ``event_type`` (registered on the way).
+
+    Classes of a job script reach Flink's workers by value (cloudpickle): cloudpickle makes
+    the class first and sets its attributes (``EVENT_TYPE`` among them) afterwards, so the
+    registration at class creation saw a provisional type string.
+    """
+    stack = list(Event.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if sub.__dict__.get("EVENT_TYPE") == event_type:
+            _REGISTRY.setdefault(event_type, sub)
+            return sub
+        stack.extend(sub.__subclasses__())
+    return None
 
 
 class InputEvent(Event):

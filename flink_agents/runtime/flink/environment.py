@@ -236,15 +236,16 @@ class FlinkAgentBuilder(AgentBuilder):
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
         plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        # Objects of the job script travel by value; what could not be pickled stays a
+        # reference by name, which Flink's Python workers cannot import.
         main_refs = plan.main_module_references()
         if main_refs:
             from flink_agents.errors import PlanValidationError
 
             raise PlanValidationError(
                 [
-                    f"{ref} is defined in the __main__ script, which Flink's Python workers "
-                    "cannot import: move the agent into a module (or run the script with "
-                    "`python -m package.module`)"
+                    f"{ref}; Flink's Python workers cannot import the __main__ script: make "
+                    "it picklable (cloudpickle) or move it into a module"
                     for ref in main_refs
                 ]
             )

@@ -80,6 +80,7 @@ from pyflink.datastream.state import (
 )
 from pyflink.datastream.time_domain import TimeDomain
 
+from flink_agents.api._function import dumps
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import DurableRecord, RunResult
@@ -103,7 +104,11 @@ _KEEP_HEAD = _CODE.pack(KEEP_TIMESTAMP)
 def pack_output(ts: int, output: Any) -> bytes:
     """``(timestamp code, output)`` as one byte string: the code as 8 bytes (big-endian),
     then the pickled output (``org.flinkagents.flink.CarriedTimestampOperator`` splits it)."""
-    return (_KEEP_HEAD if ts == KEEP_TIMESTAMP else _CODE.pack(ts)) + pickle.dumps(output)
+    head = _KEEP_HEAD if ts == KEEP_TIMESTAMP else _CODE.pack(ts)
+    try:
+        return head + pickle.dumps(output)
+    except pickle.PicklingError:  # an object of a job script's class (see dumps)
+        return head + dumps(output)
 
 
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
@@ -502,7 +507,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         """Write ``records`` of ``work``'s key (the current key of the state backend)."""
         for item_id, call_id, rec in records:
             try:
-                self.durable.put(f"{item_id}/{call_id}", pickle.dumps(rec))
+                self.durable.put(f"{item_id}/{call_id}", dumps(rec))
             except Exception as exc:  # noqa: BLE001 - an unpicklable error result
                 log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
             work.persisted.add((item_id, call_id))
