@@ -10,6 +10,7 @@ Commands::
     flink-agents cluster start|stop|status [--workdir DIR] [--port P] [--slots N]
                                           [--taskmanagers N] [--flink-config key=value ...]
     flink-agents submit job.py [--cluster DIR] [--detached] [-p N] [job arguments ...]
+    flink-agents sql -f script.sql | -e 'statements' [--jobmanager host:port]  (sql/cli.py)
 
 ``module:attr`` names the agent: an :class:`~flink_agents.api.agents.agent.Agent` instance,
 an ``Agent`` subclass (instantiated without arguments) or a function without arguments that
@@ -705,6 +706,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="arguments of the job; put them after `--` when they start with a dash",
     )
     submit.set_defaults(handler=cmd_submit)
+
+    from flink_agents.sql import cli as sql_cli  # the `sql` command lives in its own module
+
+    sql_cli.add_parser(commands, [common])
     return parser
 
 
