@@ -24,6 +24,7 @@ from pyflink.table import DataTypes, Schema
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.errors import CatalogError, SqlError
+from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink.environment import FlinkAgentBuilder, FlinkExecutionEnvironment
 from flink_agents.sql.agent import MODEL_CONNECTION, SqlAgent
 from flink_agents.sql.catalog import AgentCatalog, CatalogAgent, ObjectIdentifier
@@ -99,6 +100,8 @@ class AgentRunTranslator:
         self.executor = executor
         self.host = host
         self._count = 0
+        #: The plans of the views built, oldest first (for inspection: ``model_dump_json()``).
+        self.plans: list[AgentPlan] = []
 
     def view(self, call: AgentRunCall) -> str:
         """Register the view of ``call``; returns its identifier as SQL text.
@@ -152,6 +155,7 @@ class AgentRunTranslator:
                 ColumnsKey(keys) if keys else None,
             )
             outputs = builder.apply(agent).to_datastream(out_type)
+            self.plans.append(builder.plan)
             schema_builder = Schema.new_builder()
             for name, data_type in zip(names, types, strict=True):
                 schema_builder.column(name, data_type)
