@@ -41,7 +41,8 @@ from flink_agents.sql.options import (
     connection_type,
     masked,
 )
-from flink_agents.sql.parser import (
+from flink_agents.sql.result import SqlResult
+from flink_agents.sql.statements import (
     AddTool,
     Alter,
     CreateAgent,
@@ -62,7 +63,6 @@ from flink_agents.sql.parser import (
     ShowCreate,
     SqlStatement,
 )
-from flink_agents.sql.result import SqlResult
 from flink_agents.sql.tools import FlinkFunctionTool
 
 

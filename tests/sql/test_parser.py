@@ -6,7 +6,8 @@ import pytest
 
 from flink_agents.errors import SqlParseError
 from flink_agents.sql.lexer import split_statements, tokenize
-from flink_agents.sql.parser import (
+from flink_agents.sql.parser import find_agent_runs, parse_script, parse_statement
+from flink_agents.sql.statements import (
     AddTool,
     Alter,
     CreateAgent,
@@ -25,9 +26,6 @@ from flink_agents.sql.parser import (
     SetPrompt,
     Show,
     ShowCreate,
-    find_agent_runs,
-    parse_script,
-    parse_statement,
 )
 
 
@@ -187,6 +185,8 @@ def test_set_and_reset() -> None:
         "DESC t",
         "ALTER TABLE t RENAME TO u",
         "INSERT INTO s SELECT * FROM t",
+        "DESC agent",  # Flink's table named agent
+        "DESCRIBE tool",
     ],
 )
 def test_flink_statements_are_not_ours(text: str) -> None:
@@ -205,7 +205,7 @@ def test_flink_statements_are_not_ours(text: str) -> None:
         ("CREATE TOOL t WITH ('a' = 'b' 'c' = 'd')", "'c'", "',' or ')'", "string 'c'"),
         ("CREATE TOOL t WITH ('a' 'b')", "'b'", "'='", "string 'b'"),
         ("CREATE TOOL t WITH (a = 'b')", "a =", "an option key", "'a'"),
-        ("DESC TOOL", None, "the tool name", "the end of the statement"),
+        ("DESC TOOL EXTENDED", None, "the tool name", "the end of the statement"),
         ("ALTER TOOL t SET MODEL m", "MODEL", "'('", "'MODEL'"),
         ("ALTER AGENT a DROP TOOL t", "DROP", "SET MODEL, SET PROMPT", "'DROP'"),
         ("SHOW CREATE AGENT a b", "b", "the end of the statement", "'b'"),

@@ -146,11 +146,22 @@ def test_catalog_api_objects_are_usable_from_sql(agents_env: Any) -> None:
         ),
     )
     assert names(agents_env.execute_sql("SHOW TOOLS")) == ["py_tool"]
+    transformations = agents_env.env._j_stream_execution_environment.getTransformations()
+    before = transformations.size()
     table = agents_env.sql_query(
         "SELECT id, agent_output FROM agent_run(INPUT => TABLE qs, AGENT => AGENT py_agent, "
         "COL => DESCRIPTOR(q))"
     )
     assert list(table.get_resolved_schema().get_column_names()) == ["id", "agent_output"]
+    # inside a larger query: a join with a filter compiles (explain plans it, no job runs)
+    joined = agents_env.sql_query(
+        "SELECT q.who, r.agent_output FROM qs AS q JOIN agent_run(INPUT => TABLE qs, "
+        "AGENT => AGENT py_agent, COL => DESCRIPTOR(q)) AS r ON q.id = r.id WHERE r.id > 0"
+    )
+    assert "Join" in joined.explain()
+    # the views' DataStream operators are not left in the stream environment, where a later
+    # env.execute() would run the agents once more, without a sink
+    assert transformations.size() == before
 
 
 def test_connections_and_secrets_are_never_shown(
@@ -257,7 +268,7 @@ def test_tools_from_every_python_registration_path(agents_env: Any) -> None:
         "add_offset", udf(add_offset, result_type=DataTypes.INT())
     )
     host = sql_session(agents_env).host
-    from flink_agents.sql.parser import Name
+    from flink_agents.sql.statements import Name
 
     cases = {
         "get_weather": ({"city": "Oslo"}, "sunny in Oslo"),  # CREATE TEMPORARY FUNCTION

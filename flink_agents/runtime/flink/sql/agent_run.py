@@ -30,7 +30,7 @@ from flink_agents.sql.agent import MODEL_CONNECTION, SqlAgent
 from flink_agents.sql.catalog import AgentCatalog, CatalogAgent, ObjectIdentifier
 from flink_agents.sql.executor import StatementExecutor
 from flink_agents.sql.options import agent_settings, allowed_tools, mcp_server_arguments
-from flink_agents.sql.parser import AgentRunCall
+from flink_agents.sql.statements import AgentRunCall
 from flink_agents.sql.tools import FlinkFunctionTool
 
 log = logging.getLogger("flink_agents.sql")
@@ -133,16 +133,16 @@ class AgentRunTranslator:
         for key, value in settings.config.items():
             config.set_str(key, value)
 
-        try:
-            stream = t_env.to_data_stream(table)
-        except Exception as exc:  # noqa: BLE001 - py4j: the planner's TableException
-            raise SqlError(
-                f"agent_run cannot read table {call.input}: {str(exc).splitlines()[0]} "
-                "(agent_run takes insert-only input)"
-            ) from None
         j_env = self.env.env._j_stream_execution_environment
-        before = j_env.getTransformations().size()
+        before = j_env.getTransformations().size()  # to_data_stream adds one too
         try:
+            try:
+                stream = t_env.to_data_stream(table)
+            except Exception as exc:  # noqa: BLE001 - py4j: the planner's TableException
+                raise SqlError(
+                    f"agent_run cannot read table {call.input}: {str(exc).splitlines()[0]} "
+                    "(agent_run takes insert-only input)"
+                ) from None
             row_type = stream.get_type()
             row_type = getattr(row_type, "_type_info", row_type)  # ExternalTypeInfo<Row>
             out_name = output_column(names)

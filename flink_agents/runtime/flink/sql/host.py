@@ -18,7 +18,7 @@ from pyflink.java_gateway import get_gateway
 
 from flink_agents.errors import CatalogError
 from flink_agents.sql.catalog import ObjectIdentifier
-from flink_agents.sql.parser import Name
+from flink_agents.sql.statements import Name
 
 _PYTHON_SCALAR = "org.apache.flink.table.functions.python.PythonScalarFunction"
 

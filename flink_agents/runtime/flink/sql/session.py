@@ -33,9 +33,10 @@ from flink_agents.runtime.flink.sql.host import FlinkHost
 from flink_agents.sql.catalog import AgentCatalog
 from flink_agents.sql.executor import StatementExecutor
 from flink_agents.sql.lexer import Statement, Token, TokenKind, split_statements
-from flink_agents.sql.parser import ParsedStatement, find_agent_runs, parse_script
+from flink_agents.sql.parser import find_agent_runs, parse_script
 from flink_agents.sql.parser import parse_statement as parse_ours
 from flink_agents.sql.result import SqlResult
+from flink_agents.sql.statements import ParsedStatement
 
 log = logging.getLogger("flink_agents.sql")
 
