@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from flink_agents.errors import FlinkAgentsError, SqlError, SqlParseError
+from flink_agents.errors import ConfigurationError, FlinkAgentsError, SqlError, SqlParseError
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -83,12 +83,18 @@ def _jobmanager(value: str) -> tuple[str, int]:
 
 
 def _config(items: Sequence[str]) -> dict[str, str]:
+    from flink_agents.api.core_options import AgentConfiguration
+
     config = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise _Usage(f"--config {item!r}: expected KEY=VALUE")
         config[key.strip()] = value.strip()
+    try:
+        AgentConfiguration(config)  # known keys' values are checked before Flink starts
+    except ConfigurationError as exc:
+        raise _Usage(f"--config: {exc}") from None
     return config
 
 

@@ -261,6 +261,11 @@ def mcp_server_arguments(
         if key:
             arguments["headers"] = {"Authorization": f"Bearer {key}"}
     else:
+        if connection.get("api-key") or connection.get("api-key-env"):
+            raise ConfigurationError(
+                "'api-key' is for an HTTP MCP server ('endpoint'); a server started over "
+                "stdio ('command') reads its secrets from its own environment"
+            )
         arguments["command"] = command
         raw = connection.get("args", "")
         if raw.strip().startswith("["):

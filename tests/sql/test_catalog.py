@@ -305,6 +305,8 @@ def test_mcp_server_arguments() -> None:
     assert stdio["args"] == ["-m", "my server", "x"]
     as_json = mcp_server_arguments({"type": "mcp", "command": "c", "args": '["a b", "c"]'}, {})
     assert as_json["args"] == ["a b", "c"]
+    with pytest.raises(ConfigurationError, match="'api-key' is for an HTTP MCP server"):
+        mcp_server_arguments({"type": "mcp", "command": "c", "api-key": SECRET}, {})
 
 
 def test_durations() -> None:

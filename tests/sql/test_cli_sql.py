@@ -47,6 +47,10 @@ def test_syntax_error_names_line_column_and_shows_the_line() -> None:
         (["-e", "SHOW TOOLS", "--jobmanager", "localhost"], "expected HOST:PORT"),
         (["-e", "SHOW TOOLS", "--detached"], "--detached needs --jobmanager"),
         (["-e", "SHOW TOOLS", "--config", "novalue"], "--config 'novalue': expected KEY=VALUE"),
+        (
+            ["-e", "SHOW TOOLS", "--config", "max-retries=often"],
+            "--config: invalid value 'often' for option 'max-retries'",
+        ),
     ],
 )
 def test_usage_errors(args: list[str], message: str) -> None:

@@ -174,8 +174,7 @@ def test_connections_and_secrets_are_never_shown(
         f"'api-key' = '{SECRET}')",
         "CREATE TEMPORARY MODEL via_conn WITH ('provider' = 'openai', 'connection' = 'llm', "
         "'model' = 'm')",
-        "CREATE CONNECTION tools WITH ('type' = 'mcp', 'command' = "
-        f"'{sys.executable}', 'args' = '-m tests.integrations.mcp_server stdio', "
+        "CREATE CONNECTION tools WITH ('type' = 'mcp', 'endpoint' = 'http://127.0.0.1:9/mcp', "
         f"'api-key' = '{CONN_SECRET}')",
         "CREATE TOOL calc USING CONNECTION tools WITH ('allowed_tools' = 'multiply')",
         "CREATE AGENT a USING MODEL via_conn USING PROMPT 'p' USING TOOLS calc",
@@ -205,8 +204,34 @@ def test_connections_and_secrets_are_never_shown(
     plan_json = plan.model_dump_json()
     assert SECRET not in plan_json and "api_key" in plan_json
     assert SECRET in plan.secrets.values()  # it travels beside the plan, to the task
+    assert f"Bearer {CONN_SECRET}" in plan.secrets.values()  # the MCP server's header too
+    assert CONN_SECRET not in plan_json
     assert "multiply" in plan_json  # the MCP tool is offered to the model by name
     assert SECRET not in caplog.text and CONN_SECRET not in caplog.text
+
+
+def test_mcp_tool_without_allowed_tools_offers_all_the_servers_tools(agents_env: Any) -> None:
+    """Without ``allowed_tools`` the translation asks the (real, stdio) server for its tools,
+    so an unreachable server fails the statement, not the job."""
+    from flink_agents.runtime.flink.sql import sql_session
+
+    run(
+        agents_env,
+        "CREATE CONNECTION tools WITH ('type' = 'mcp', 'command' = "
+        f"'{sys.executable}', 'args' = '-m tests.integrations.mcp_server stdio', "
+        "'timeout' = '60s')",
+        "CREATE TOOL calc USING CONNECTION tools",
+        "CREATE AGENT a USING MODEL gpt USING PROMPT 'p' USING TOOLS calc",
+    )
+    agents_env.sql_query(
+        "SELECT * FROM agent_run(INPUT => TABLE qs, AGENT => AGENT a, COL => DESCRIPTOR(q))"
+    )
+    (plan,) = sql_session(agents_env).translator.plans
+    from flink_agents.api.resource import ResourceType
+
+    setup = plan.get_resource_provider("sql_model", ResourceType.CHAT_MODEL)
+    assert setup is not None
+    assert sorted(setup.arguments["tools"]) == ["env_value", "explode", "multiply", "pid"]
 
 
 def test_catalog_directory_keeps_definitions_across_sessions(tmp_path: Path) -> None:
@@ -451,3 +476,22 @@ def test_syntax_errors_and_updating_input(agents_env: Any) -> None:
     )
     with pytest.raises(SqlError, match="sql_query takes a query"):
         agents_env.sql_query("SHOW TOOLS")
+
+
+def test_flink_errors_are_one_line_with_their_root_cause() -> None:
+    from flink_agents.runtime.flink.sql.session import flink_error
+
+    java = (
+        "An error occurred while calling o1323.await.\n"
+        ": java.util.concurrent.ExecutionException: Failed to wait job finish\n"
+        "\tat java.base/java.util.concurrent.CompletableFuture.reportGet(Unknown Source)\n"
+        "Caused by: org.apache.flink.runtime.client.JobExecutionException: Job execution failed.\n"
+        "\t... 6 more\n"
+        "Caused by: pemja.core.PythonException: <class 'flink_agents.errors.ToolError'>: boom\n"
+    )
+    assert flink_error(RuntimeError(java)) == (
+        "An error occurred while calling o1323.await. (root cause: "
+        "pemja.core.PythonException: <class 'flink_agents.errors.ToolError'>: boom)"
+    )
+    assert flink_error(RuntimeError("Object 'nope' not found")) == "Object 'nope' not found"
+    assert flink_error(RuntimeError("")) == "RuntimeError"

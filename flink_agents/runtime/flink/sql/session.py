@@ -60,14 +60,18 @@ class ScriptStep:
     job: bool = False
 
 
-def flink_error(exc: Exception) -> str:
-    """The first line of a Flink (py4j) error, without the Java stack."""
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("at "):
-            return line
-    return type(exc).__name__
+def flink_error(exc: Exception, limit: int = 600) -> str:
+    """A Flink (py4j) error on one line: its first line and, when there is a chain of
+    causes, the root cause (where a failing job's Python exception is); no Java stack."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("at ", "..."))]
+    if not lines:
+        return type(exc).__name__
+    text = lines[0]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by:")]
+    if causes and causes[-1] not in text:
+        text += f" (root cause: {causes[-1]})"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _words(statement: Statement, count: int) -> list[str]:
