@@ -6,6 +6,9 @@
      +-- ConfigurationError          developer mistake: a bad option value or key
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
+     +-- SqlError                    developer mistake in a SQL statement (flink_agents.sql)
+     |    +-- SqlParseError          a statement does not parse (line, column, what was expected)
+     |    +-- CatalogError           an unknown, already existing or still used catalog object
      +-- RuntimeFailure              something failed while a run was executing
      |    +-- ActionError            an action raised (carries key, action, event id)
      |    +-- ResourceError          a resource could not be found or created
@@ -65,6 +68,47 @@ class PlanValidationError(FlinkAgentsError, ValueError):
 
 class MemoryValueError(FlinkAgentsError, TypeError):
     """A value that memory cannot hold (memory keeps JSON-like values only)."""
+
+
+class SqlError(FlinkAgentsError, ValueError):
+    """A SQL statement cannot be run: an unknown table column, a bad ``agent_run`` argument...
+
+    Attributes:
+        line: the line of the statement (1-based) where the problem is, when known.
+        column: the column (1-based), when known.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        self.message = message
+        self.line = line
+        self.column = column
+        where = f"line {line}, column {column}: " if line is not None and column else ""
+        super().__init__(where + message)
+
+
+class SqlParseError(SqlError):
+    """A statement does not parse; the message names the line, the column and what was
+    expected there.
+
+    Attributes:
+        expected: what the parser expected at that position.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.expected = expected
+        super().__init__(message, line=line, column=column)
+
+
+class CatalogError(SqlError):
+    """A tool, agent, connection, model or function is unknown (the message lists what
+    exists), already exists, or is still used by another object."""
 
 
 class RuntimeFailure(FlinkAgentsError):

@@ -10,6 +10,7 @@ Commands::
     flink-agents cluster start|stop|status [--workdir DIR] [--port P] [--slots N]
                                           [--taskmanagers N] [--flink-config key=value ...]
     flink-agents submit job.py [--cluster DIR] [--detached] [-p N] [job arguments ...]
+    flink-agents sql -f script.sql | -e 'statements' [--jobmanager host:port]  (sql/cli.py)
 
 ``module:attr`` names the agent: an :class:`~flink_agents.api.agents.agent.Agent` instance,
 an ``Agent`` subclass (instantiated without arguments) or a function without arguments that

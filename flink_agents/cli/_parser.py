@@ -107,4 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="arguments of the job; put them after `--` when they start with a dash",
     )
     submit.set_defaults(handler=cmd_submit)
+
+    from flink_agents.sql import cli as sql_cli  # the `sql` command lives in its own module
+
+    sql_cli.add_parser(commands, [common])
     return parser

@@ -422,6 +422,27 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self.configure_workers()
         return self._env.execute(job_name or "flink-agents")
 
+    # -- SQL (flink_agents.sql; the session is made on first use) -------------------------------
+    def execute_sql(self, statement: str) -> Any:
+        """Run a SQL statement: ours (``CREATE TOOL``, ``CREATE AGENT``, ``SHOW TOOLS``...)
+        or Flink's, with ``agent_run(...)`` calls running agents of the agent catalog."""
+        from flink_agents.runtime.flink.sql import sql_session
+
+        return sql_session(self).execute_sql(statement)
+
+    def sql_query(self, query: str) -> Any:
+        """The pyflink ``Table`` of a query (``agent_run(...)`` calls included)."""
+        from flink_agents.runtime.flink.sql import sql_session
+
+        return sql_session(self).sql_query(query)
+
+    @property
+    def catalog(self) -> Any:
+        """The agent catalog (tools, agents, connections) of :meth:`execute_sql`."""
+        from flink_agents.runtime.flink.sql import sql_session
+
+        return sql_session(self).catalog
+
     # -- worker setup ----------------------------------------------------------------------------
     def configure_workers(self) -> None:
         """Make the Python workers find this interpreter, its packages and the jars."""
