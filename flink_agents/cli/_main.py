@@ -64,8 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.job_args = [*args.job_args, *tail]
     handler, level = _configure_logging(debug=args.debug)
     try:
-        args.handler(args)
-        return EXIT_OK
+        code = args.handler(args)
+        # A handler raises a CommandError, or returns its exit code (the `sql` command
+        # prints its own errors, with the script line and a caret).
+        return code if isinstance(code, int) else EXIT_OK
     except CommandError as exc:
         if args.debug:
             traceback.print_exc()

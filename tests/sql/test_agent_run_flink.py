@@ -24,9 +24,9 @@ from tests.integrations.fake_servers import (
     Reply,
     Request,
     ScriptedServer,
-    free_port,
     openai_reply,
 )
+from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 
