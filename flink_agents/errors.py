@@ -6,6 +6,7 @@
      +-- ConfigurationError          developer mistake: a bad option value or key
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
+     +-- EventAttributeError         developer mistake: an event attribute that is not JSON
      +-- RuntimeFailure              something failed while a run was executing
           +-- ActionError            an action raised (carries key, action, event id)
           +-- ResourceError          a resource could not be found or created
@@ -58,6 +59,14 @@ class PlanValidationError(FlinkAgentsError, ValueError):
 
 class MemoryValueError(FlinkAgentsError, TypeError):
     """A value that memory cannot hold (memory keeps JSON-like values only)."""
+
+
+class EventAttributeError(FlinkAgentsError, ValueError):
+    """An event attribute that cannot be written as JSON, or a malformed event.
+
+    Raised when the event is made and at ``set_attr``, as Apache Flink Agents validates
+    event attributes (a ``ValueError``, like pydantic's validation errors there).
+    """
 
 
 class RuntimeFailure(FlinkAgentsError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import difflib
 import inspect
 import logging
 import pickle
@@ -27,7 +28,14 @@ from flink_agents.api.core_options import (
     AgentConfiguration,
     ErrorHandlingStrategy,
 )
-from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
+from flink_agents.api.events.event import (
+    ErrorEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    event_class_for,
+)
+from flink_agents.api.events.event_type import EventType
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
@@ -142,6 +150,10 @@ def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
 _PLAIN = (type(None), bool, int, float, str, bytes, BaseModel)
 
 
+#: Type strings of the built-in events.
+_BUILTIN_TYPES = frozenset(v for k, v in vars(EventType).items() if not k.startswith("_"))
+
+
 def _check_picklable(value: Any, signature: str) -> None:
     if isinstance(value, _PLAIN):
         return  # pickles (pydantic models of importable classes do); skip the cost
@@ -165,7 +177,16 @@ class RunContext(RunnerContext):
 
     # -- events ----------------------------------------------------------------------------
     def send_event(self, event: Event) -> None:
-        if not isinstance(event, Event):
+        if type(event) is Event and event.type in _BUILTIN_TYPES:
+            # A unified event of a built-in type (Event(type="_output_event", attributes=
+            # {"output": ...})) travels as its class, so the built-in actions and the output
+            # collection see it as they see the class's own events. Types of user classes
+            # stay generic: a type string may be claimed by classes of unrelated modules,
+            # and actions read them with `MyEvent.from_event(event)` (as upstream).
+            cls = event_class_for(event.type, import_module=False)
+            if cls is not None and cls is not Event:
+                event = cls.from_event(event)
+        elif not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         self._sent.append(event)
 
@@ -361,7 +382,7 @@ class AgentRunner:
             result.events += 1
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
-            actions = actions_by_event.get(event.event_type)
+            actions = actions_by_event.get(event.type)
             if not actions:
                 if not isinstance(event, OutputEvent):
                     self._warn_unheard(event)
@@ -388,17 +409,19 @@ class AgentRunner:
         return run.result
 
     def _warn_unheard(self, event: Event) -> None:
-        if event.event_type in self._unheard:
+        if event.type in self._unheard:
             return
-        self._unheard.add(event.event_type)
+        self._unheard.add(event.type)
         if isinstance(event, ErrorEvent):
             return  # logged where it was raised
         listened = sorted(self.plan.actions_by_event)
+        close = difflib.get_close_matches(event.type, listened, n=1)
         log.warning(
-            "no action listens to events of type %r (sent as %s); they are dropped. "
+            "no action listens to events of type %r (sent as %s); they are dropped.%s "
             "Listened types: %s",
-            event.event_type,
+            event.type,
             type(event).__name__,
+            f" Did you mean {close[0]!r}?" if close else "",
             listened,
         )
 
@@ -448,7 +471,7 @@ class AgentRunner:
                     key=_jsonable_key(run.key),
                     action=action.name,
                     failed_event_id=str(event.id),
-                    failed_event_type=event.event_type,
+                    failed_event_type=event.type,
                     error_type=type(exc).__name__,
                     error=str(exc),
                 )
@@ -469,6 +492,6 @@ def _as_action_error(exc: Exception, key: Any, action: ActionPlan, event: Event)
     if isinstance(exc, RuntimeFailure):
         return exc.with_location(**where)
     return ActionError(
-        f"action {action.name!r} failed on {event.event_type}: {type(exc).__name__}: {exc}",
+        f"action {action.name!r} failed on {event.type}: {type(exc).__name__}: {exc}",
         **where,
     )
