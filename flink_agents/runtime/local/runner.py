@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, RunResult
 
@@ -31,6 +31,12 @@ class LocalRunner:
         self._max_in_flight = plan.get_config().get(AgentExecutionOptions.MAX_IN_FLIGHT)
         self._threads = plan.get_config().get(AgentExecutionOptions.NUM_ASYNC_THREADS)
         self._ttl = plan.get_config().get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        # ON_READ_AND_WRITE (upstream's default): every run of the key restarts the TTL.
+        self._ttl_on_read = (
+            bool(self._ttl)
+            and plan.get_config().get(AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE)
+            is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE
+        )
         self._touched: dict[Any, float] = {}
 
     async def run_async(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
@@ -58,6 +64,8 @@ class LocalRunner:
                     if result.memory_updates or result.memory_deletes:
                         self.memory[key] = result.applied_to(memory)
                         self._touched[key] = time.monotonic()
+                    elif self._ttl_on_read and key in self.memory:
+                        self._touched[key] = time.monotonic()
                     results[index] = result
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
@@ -69,8 +77,8 @@ class LocalRunner:
         return [r for r in results if r is not None]
 
     def _load(self, key: Any) -> dict[str, Any]:
-        """The key's memory; dropped first when ``short-term-memory.ttl`` has passed since
-        its last change (the same rule as the Flink host)."""
+        """The key's memory; dropped first when its TTL has passed since its last change
+        (or, with ON_READ_AND_WRITE, its last run): the same rule as the Flink host."""
         if self._ttl and time.monotonic() - self._touched.get(key, math.inf) > self._ttl:
             self.memory.pop(key, None)
             self._touched.pop(key, None)
