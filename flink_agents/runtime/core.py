@@ -51,11 +51,20 @@ T = TypeVar("T")
 
 @dataclass
 class DurableRecord:
-    """A completed durable call: what was called and what it gave (or raised)."""
+    """A durable call: what was called and what it gave (or raised).
+
+    Attributes:
+        signature: ``module.qualname`` of the function called.
+        result: what it returned.
+        error: what it raised, if it failed.
+        pending: the call was started and has not finished: written before a call that has
+            a reconciler, so that a restore can tell "maybe happened" from "never started".
+    """
 
     signature: str
     result: Any = None
     error: BaseException | None = None
+    pending: bool = False
 
 
 @dataclass
@@ -154,6 +163,21 @@ _PLAIN = (type(None), bool, int, float, str, bytes, BaseModel)
 _BUILTIN_TYPES = frozenset(v for k, v in vars(EventType).items() if not k.startswith("_"))
 
 
+def _check_reconciler(reconciler: Any) -> None:
+    """A reconciler is called with no arguments (as upstream checks it)."""
+    if not callable(reconciler):
+        raise TypeError(f"reconciler must be callable, got {type(reconciler).__name__}")
+    try:
+        inspect.signature(reconciler).bind()
+    except TypeError:
+        raise TypeError(
+            f"reconciler {_signature(reconciler)} must be callable with no arguments (it "
+            "is called after a restore to find out the outcome of the interrupted call)"
+        ) from None
+    except ValueError:
+        pass  # no signature to inspect (some builtins): trust it
+
+
 def _check_picklable(value: Any, signature: str) -> None:
     if isinstance(value, _PLAIN):
         return  # pickles (pydantic models of importable classes do); skip the cost
@@ -243,13 +267,44 @@ class RunContext(RunnerContext):
             raise rec.error
         return rec.result
 
-    def durable_execute(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        signature = _call_info(func)[0]
+    def _begin(
+        self, signature: str, reconciler: Callable[[], Any] | None
+    ) -> tuple[str, DurableRecord | None, bool]:
+        """Look the call up in the log: ``(call id, finished record or None, whether to
+        call the reconciler instead of the function)``. With a reconciler, a call that is
+        not in the log is marked pending first (see :class:`DurableRecord`)."""
         call_id, rec = self._replay(signature)
+        if rec is not None and not rec.pending:
+            return call_id, rec, False
+        if reconciler is None:
+            return call_id, None, False
+        _check_reconciler(reconciler)
+        if rec is not None:
+            # Started before the restore, outcome unknown: the reconciler finds it out.
+            log.info(
+                "durable call %s (%s) of key %r was started before the restore and not "
+                "recorded; asking its reconciler",
+                call_id,
+                signature,
+                self._run.key,
+            )
+            return call_id, None, True
+        self._run.record(call_id, DurableRecord(signature, pending=True))
+        return call_id, None, False
+
+    def durable_execute(
+        self,
+        func: Callable[..., T],
+        *args: Any,
+        reconciler: Callable[[], T] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        signature = _call_info(func)[0]
+        call_id, rec, reconcile = self._begin(signature, reconciler)
         if rec is not None:
             return self._replayed(rec)  # type: ignore[no-any-return]
         try:
-            result = func(*args, **kwargs)
+            result = reconciler() if reconcile else func(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
             raise
@@ -262,21 +317,31 @@ class RunContext(RunnerContext):
         return result
 
     async def durable_execute_async(
-        self, func: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
+        self,
+        func: Callable[..., Awaitable[T] | T],
+        *args: Any,
+        reconciler: Callable[[], Awaitable[T] | T] | None = None,
+        **kwargs: Any,
     ) -> T:
         signature, is_coroutine = _call_info(func)
-        call_id, rec = self._replay(signature)
+        call_id, rec, reconcile = self._begin(signature, reconciler)
         if rec is not None:
             return self._replayed(rec)  # type: ignore[no-any-return]
+        if reconcile:
+            target: Callable[..., Any] = reconciler  # type: ignore[assignment]
+            args, kwargs = (), {}
+            is_coroutine = inspect.iscoroutinefunction(target)
+        else:
+            target = func
         if self._run.on_suspend is not None:
             self._run.on_suspend()
         try:
             if is_coroutine:
-                result = await func(*args, **kwargs)  # type: ignore[misc]
+                result = await target(*args, **kwargs)
             else:
                 loop = asyncio.get_running_loop()
                 result = await loop.run_in_executor(
-                    self._run.runner.executor, lambda: func(*args, **kwargs)
+                    self._run.runner.executor, lambda: target(*args, **kwargs)
                 )
                 if inspect.isawaitable(result):
                     result = await result

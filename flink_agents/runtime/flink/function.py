@@ -515,7 +515,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 self.durable.put(f"{item_id}/{call_id}", pickle.dumps(rec))
             except Exception as exc:  # noqa: BLE001 - an unpicklable error result
                 log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
-            work.persisted.add((item_id, call_id))
+            work.mark_persisted(item_id, call_id, rec)
 
     def _state_key(self) -> Any:
         """The current key as the keyed state backend holds it (the Java backend: a Row
