@@ -5,7 +5,6 @@ Ollama's protocol (started by the test)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -142,4 +141,3 @@ def test_quickstart_agents_and_unified_events_run_on_a_minicluster(tmp_path, mon
     assert _dumped(by_agent["react"]) == EXPECTED_ANALYSES
     assert _dumped(by_agent["unified"]) == EXPECTED_UNIFIED
     assert len(tool_results) == 2  # the p2 review, once per model-driven agent
-    assert os.environ.get("FLINK_CONF_DIR") is None
