@@ -6,6 +6,7 @@
      +-- ConfigurationError          developer mistake: a bad option value or key
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
+     +-- EventAttributeError         developer mistake: an event attribute that is not JSON
      +-- SqlError                    developer mistake in a SQL statement (flink_agents.sql)
      |    +-- SqlParseError          a statement does not parse (line, column, what was expected)
      |    +-- CatalogError           an unknown, already existing or still used catalog object
@@ -109,6 +110,14 @@ class SqlParseError(SqlError):
 class CatalogError(SqlError):
     """A tool, agent, connection, model or function is unknown (the message lists what
     exists), already exists, or is still used by another object."""
+
+
+class EventAttributeError(FlinkAgentsError, ValueError):
+    """An event attribute that cannot be written as JSON, or a malformed event.
+
+    Raised when the event is made and at ``set_attr``, as Apache Flink Agents validates
+    event attributes (a ``ValueError``, like pydantic's validation errors there).
+    """
 
 
 class RuntimeFailure(FlinkAgentsError):

@@ -13,8 +13,10 @@ carry next to the plan.
 from __future__ import annotations
 
 import builtins
+import difflib
 import inspect
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,7 +34,7 @@ from flink_agents.api._function import (
 )
 from flink_agents.api.agents.agent import Agent, resource_type_of
 from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
-from flink_agents.api.events.event import Event, event_class_for
+from flink_agents.api.events.event import Event, event_class_for, registered_event_types
 from flink_agents.api.resource import (
     Resource,
     ResourceDescriptor,
@@ -41,6 +43,8 @@ from flink_agents.api.resource import (
 )
 from flink_agents.api.tools.function_tool import FunctionTool
 from flink_agents.errors import PlanValidationError
+
+log = logging.getLogger(__name__)
 
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
@@ -195,20 +199,49 @@ def decode_argument(value: Any) -> Any:
 def _event_type_string(event: Any, action: str, problems: list[str]) -> str | None:
     if isinstance(event, type) and issubclass(event, Event):
         return event.EVENT_TYPE
-    if isinstance(event, str):
-        if event_class_for(event) is None:
-            problems.append(
-                f"action {action!r} listens to unknown event type {event!r}: use an event "
-                "class, a built-in type string such as '_input_event', or define "
-                f"`class MyEvent(Event): EVENT_TYPE = {event!r}` in an imported module"
-            )
-            return None
+    if isinstance(event, str) and event:
         return event
     problems.append(
         f"action {action!r} listens to {event!r}, which is neither an Event subclass nor "
-        "an event type string"
+        "a non-empty event type string"
     )
     return None
+
+
+def _check_classless_types(actions: Mapping[str, ActionPlan]) -> None:
+    """Log the listened type strings no event class declares.
+
+    They are legal (unified events: ``Event(type="step2", ...)`` sent by an action), so
+    this is no error; but a typo of a declared type would never fire, so a type close to a
+    declared or listened one is a warning that names it.
+    """
+    declared = set(registered_event_types())
+    classless: dict[str, list[str]] = {}
+    for action in actions.values():
+        for etype in action.listen_event_types:
+            if etype not in declared and event_class_for(etype) is None:
+                classless.setdefault(etype, []).append(action.name)
+    if not classless:
+        return
+    listened = {t for a in actions.values() for t in a.listen_event_types}
+    for etype, names in sorted(classless.items()):
+        candidates = sorted((declared | listened) - {etype, Event.EVENT_TYPE})
+        close = difflib.get_close_matches(etype, candidates, n=1, cutoff=0.8)
+        if close:
+            log.warning(
+                "action(s) %s listen to event type %r, which no event class declares and "
+                "which is close to %r: a typo? (fine if actions send "
+                "Event(type=%r, ...) themselves)",
+                names,
+                etype,
+                close[0],
+                etype,
+            )
+    log.info(
+        "event types without a class (unified events, sent as Event(type=..., attributes=...)"
+        " by actions): %s",
+        sorted(classless),
+    )
 
 
 def _check_signature(name: str, func: Callable[..., Any], problems: list[str]) -> None:
@@ -320,6 +353,7 @@ class AgentPlan(BaseModel):
         for action in actions.values():
             for etype in action.listen_event_types:
                 by_event.setdefault(etype, []).append(action.name)
+        _check_classless_types(actions)
 
         merged: dict[ResourceType, dict[str, Any]] = {}
         for source in (resources or {}), agent.resources:
@@ -485,6 +519,14 @@ def _provider(
                 f"{declared.value if declared else 'non-resource'}, not a {rtype.value}"
             )
             return None
+        missing = _missing_arguments(cls, value.arguments)
+        if missing:
+            problems.append(
+                f"{where}: {cls.__name__} needs {', '.join(repr(m) for m in missing)}; add "
+                f"{', '.join(f'{m}=...' for m in missing)} to its ResourceDescriptor"
+                + (" (the model name, e.g. model='qwen3:8b')" if "model" in missing else "")
+            )
+            return None
         arguments = {
             arg: _encode_argument(argval, f"argument {arg!r} of {where}", problems)
             for arg, argval in value.arguments.items()
@@ -502,6 +544,19 @@ def _provider(
         "or a Tool"
     )
     return None
+
+
+def _missing_arguments(cls: type[Resource], arguments: Mapping[str, Any]) -> list[str]:
+    """Required fields of a resource class that a descriptor does not give (checked here
+    so that a chat model setup without ``model`` fails when the plan is made, not on the
+    first record). Classes with an ``__init__`` of their own are left to it."""
+    if cls.__init__ is not BaseModel.__init__:  # type: ignore[misc]
+        return []
+    return [
+        name
+        for name, info in cls.model_fields.items()
+        if info.is_required() and name not in arguments and info.alias not in arguments
+    ]
 
 
 # Which argument of which resource type names another resource.

@@ -186,6 +186,8 @@ class ScriptedChatModelConnection(BaseChatModelConnection):
 class ScriptedChatModelSetup(BaseChatModelSetup):
     """A setup for the scripted connection; ``extra`` options are passed through."""
 
+    # Optional here: the script decides; no model name needed.
+    model: str | None = None  # type: ignore[assignment]
     extra: dict[str, Any] = {}
 
     @property

@@ -23,6 +23,8 @@ PUBLIC = {
         "AgentExecutionOptions",
         "ConfigOption",
         "ErrorHandlingStrategy",
+        "ShortTermMemoryTtlUpdate",
+        "ShortTermMemoryTtlVisibility",
         "register_options",
     },
     "flink_agents.api.decorators": {
@@ -41,6 +43,7 @@ PUBLIC = {
     "flink_agents.api.resource": {
         "Resource",
         "ResourceDescriptor",
+        "ResourceName",
         "ResourceType",
         "SerializableResource",
     },
@@ -50,7 +53,9 @@ PUBLIC = {
         "InputEvent",
         "OutputEvent",
         "event_class_for",
+        "registered_event_types",
     },
+    "flink_agents.api.events.event_type": {"EventType"},
     "flink_agents.api.events.chat_event": {"ChatRequestEvent", "ChatResponseEvent"},
     "flink_agents.api.events.tool_event": {"ToolRequestEvent", "ToolResponseEvent"},
     "flink_agents.api.events.context_retrieval_event": {
@@ -83,7 +88,7 @@ PUBLIC = {
         "MemorySet",
         "MemorySetItem",
     },
-    "flink_agents.api.prompts.prompt": {"Prompt"},
+    "flink_agents.api.prompts.prompt": {"LocalPrompt", "Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
     "flink_agents.api.execution_environment": {"AgentBuilder", "AgentsExecutionEnvironment"},

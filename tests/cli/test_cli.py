@@ -127,15 +127,15 @@ def test_invalid_plan_is_a_failure_listing_problems(tmp_path):
         "from flink_agents.api.agents.agent import Agent\n"
         "from flink_agents.api.decorators import action\n\n"
         "class Broken(Agent):\n"
-        "    @action('no_such_event_type')\n"
+        "    @action('_input_event')\n"
         "    @staticmethod\n"
-        "    def act(event, ctx):\n"
+        "    def act(event):\n"
         "        pass\n",
         encoding="utf-8",
     )
     proc = cli("plan", f"{module}:Broken")
     assert proc.returncode == 1
-    assert "no_such_event_type" in proc.stderr
+    assert "must take exactly two arguments" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

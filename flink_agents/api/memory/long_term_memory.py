@@ -48,22 +48,22 @@ class LongTermMemoryOptions:
         available when all three are set."""
 
         CHAT_MODEL_SETUP: ConfigOption[str | None] = ConfigOption(
-            "long-term-memory.mem0.chat-model-setup",
-            None,
-            _optional_name,
-            "Name of the chat model setup mem0 uses to extract and consolidate facts.",
+            key="long-term-memory.mem0.chat-model-setup",
+            default=None,
+            parse=_optional_name,
+            description="Name of the chat model setup mem0 uses to extract and consolidate facts.",
         )
         EMBEDDING_MODEL_SETUP: ConfigOption[str | None] = ConfigOption(
-            "long-term-memory.mem0.embedding-model-setup",
-            None,
-            _optional_name,
-            "Name of the embedding model setup mem0 embeds items and queries with.",
+            key="long-term-memory.mem0.embedding-model-setup",
+            default=None,
+            parse=_optional_name,
+            description="Name of the embedding model setup mem0 embeds items and queries with.",
         )
         VECTOR_STORE: ConfigOption[str | None] = ConfigOption(
-            "long-term-memory.mem0.vector-store",
-            None,
-            _optional_name,
-            "Name of the vector store resource (one with collections, e.g. "
+            key="long-term-memory.mem0.vector-store",
+            default=None,
+            parse=_optional_name,
+            description="Name of the vector store resource (one with collections, e.g. "
             "ChromaVectorStore) that holds the items.",
         )
 

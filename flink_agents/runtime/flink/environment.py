@@ -369,6 +369,9 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
                 "get_execution_environment(env) takes a pyflink StreamExecutionEnvironment, "
                 f"got {type(env).__name__}"
             )
+        # Flink's config.yaml first (its `agent:` section, as upstream reads it); values set
+        # on this environment afterwards win.
+        self.get_config().load_flink_conf_dir()
         for key, value in kwargs.items():
             self.get_config().set_str(key, value)
         self._env = env

@@ -81,7 +81,7 @@ from pyflink.datastream.state import (
 from pyflink.datastream.time_domain import TimeDomain
 
 from flink_agents.api._function import dumps
-from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import DurableRecord, RunResult
 from flink_agents.runtime.flink.slot import Item, KeyWork, SlotRuntime
@@ -213,6 +213,9 @@ class AgentProcessFunction(KeyedProcessFunction):
             None (keyless input, whose round-robin key is not) asks Flink.
     """
 
+    #: Whether each run restarts the memory TTL (set in ``open``).
+    _ttl_on_read = False
+
     def __init__(
         self,
         plan_json: str,
@@ -273,6 +276,13 @@ class AgentProcessFunction(KeyedProcessFunction):
         # state TTL would expire single paths, and did not expire entries in a test through
         # PyFlink): the time of the key's last memory change, checked when memory is loaded.
         self._ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        # ON_READ_AND_WRITE (upstream's default): a run of the key reads its memory, so the
+        # TTL starts again after every run, not only after a change.
+        self._ttl_on_read = (
+            bool(self._ttl)
+            and config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE)
+            is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE
+        )
         #: Inputs per Python call and the longest wait for a batch to fill (ms), for the
         #: bridge jar's thread-mode operator (see process_batch).
         self.batch_size = config.get(AgentExecutionOptions.BATCH_SIZE)
@@ -510,7 +520,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 self.durable.put(f"{item_id}/{call_id}", dumps(rec))
             except Exception as exc:  # noqa: BLE001 - an unpicklable error result
                 log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
-            work.persisted.add((item_id, call_id))
+            work.mark_persisted(item_id, call_id, rec)
 
     def _state_key(self) -> Any:
         """The current key as the keyed state backend holds it (the Java backend: a Row
@@ -590,6 +600,8 @@ class AgentProcessFunction(KeyedProcessFunction):
             raise outcome
         if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
             self._commit_memory(outcome)
+        elif self._ttl_on_read and work.persist_memory and not self._memory_unused:
+            self._touch_memory()
         if self._packed:
             for output in outcome.outputs:
                 yield pack_output(item.ts, output)
@@ -609,6 +621,12 @@ class AgentProcessFunction(KeyedProcessFunction):
         if self.touched is not None:
             self.touched.update(time.time())
 
+    def _touch_memory(self) -> None:
+        """Start the current key's memory TTL again (a run read it)."""
+        self._use_key()
+        if self.touched is not None:
+            self.touched.update(time.time())
+
     def _commit(self, work: KeyWork) -> Iterator[Any]:
         """Emit and commit the key's finished runs, in input order."""
         done = work.take_results()
@@ -621,6 +639,8 @@ class AgentProcessFunction(KeyedProcessFunction):
                 raise outcome
             if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
                 self._commit_memory(outcome)
+            elif self._ttl_on_read and work.persist_memory and not self._memory_unused:
+                self._touch_memory()
             for output in outcome.outputs:
                 yield pack_output(item.ts, output) if packed else (item.ts, output)
             committed.add(item.id)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
-from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, RunResult
 
@@ -54,6 +54,12 @@ class LocalRunner:
         config = plan.get_config()
         self._max_in_flight = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
         self._ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        # ON_READ_AND_WRITE (upstream's default): every run of the key restarts the TTL.
+        self._ttl_on_read = (
+            bool(self._ttl)
+            and config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE)
+            is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE
+        )
         self._touched: dict[Any, float] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -107,6 +113,8 @@ class LocalRunner:
                     if result.memory_updates or result.memory_deletes:
                         self.memory[key] = result.applied_to(memory)
                         self._touched[key] = time.monotonic()
+                    elif self._ttl_on_read and key in self.memory:
+                        self._touched[key] = time.monotonic()
                     results[index] = result
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
@@ -121,8 +129,8 @@ class LocalRunner:
         return [r for r in results if r is not None]
 
     def _load(self, key: Any) -> dict[str, Any]:
-        """The key's memory; dropped first when ``short-term-memory.ttl`` has passed since
-        its last change (the same rule as the Flink host)."""
+        """The key's memory; dropped first when its TTL has passed since its last change
+        (or, with ON_READ_AND_WRITE, its last run): the same rule as the Flink host."""
         if self._ttl and time.monotonic() - self._touched.get(key, math.inf) > self._ttl:
             self.memory.pop(key, None)
             self._touched.pop(key, None)
