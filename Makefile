@@ -10,14 +10,14 @@ MODEL_STAMP := $(VENV)/.local-llm
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench clean
+	java model demo bench dist clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -e ".[dev,flink]"
+	$(PY) -m pip install -e ".[dev,flink,chroma,mem0]"
 	touch $(STAMP)
 
 ## The README's test command.
@@ -38,22 +38,26 @@ test-flink-process: venv java
 	FLINK_AGENTS_TEST_MODE=process $(PY) -m pytest tests/flink -m flink -q
 
 lint: venv
-	$(PY) -m ruff check flink_agents tests examples benchmarks
-	$(PY) -m ruff format --check flink_agents tests examples benchmarks
+	$(PY) -m ruff check flink_agents tests examples benchmarks setup.py java-bridge/build.py
+	$(PY) -m ruff format --check flink_agents tests examples benchmarks setup.py java-bridge/build.py
 	$(PY) -m mypy
 
 format: venv
-	$(PY) -m ruff check --fix flink_agents tests examples benchmarks
-	$(PY) -m ruff format flink_agents tests examples benchmarks
+	$(PY) -m ruff check --fix flink_agents tests examples benchmarks setup.py java-bridge/build.py
+	$(PY) -m ruff format flink_agents tests examples benchmarks setup.py java-bridge/build.py
 
-## The Java bridge jar (javac + jar, no Maven), shipped in flink_agents/runtime/java/lib/.
+## The Java bridge jar (javac, no Maven), shipped in flink_agents/runtime/java/lib/. The
+## editable install of `make venv` builds it too (setup.py); this target builds it again
+## after a source change, with warnings as errors and the bridge's self test.
 JAVA_JAR := flink_agents/runtime/java/lib/flink-agents-bridge.jar
+JAVA_STAMP := java-bridge/build/.checked
 JAVA_SRC := $(shell find java-bridge/src -name '*.java' 2>/dev/null)
 
-java: $(JAVA_JAR)
+java: $(JAVA_STAMP)
 
-$(JAVA_JAR): $(JAVA_SRC) java-bridge/build.sh | venv
-	PYTHON=$(PY) java-bridge/build.sh
+$(JAVA_STAMP): $(JAVA_SRC) java-bridge/build.py | venv
+	$(PY) java-bridge/build.py --strict --self-test
+	mkdir -p $(dir $(JAVA_STAMP)) && touch $(JAVA_STAMP)
 
 ## The real local LLM: llama-cpp-python (the `local-llm` extra) and the verified model file.
 model: $(MODEL_STAMP)
@@ -66,7 +70,7 @@ $(MODEL_STAMP): $(STAMP)
 	touch $(MODEL_STAMP)
 
 ## The demo: review analysis with the offline LLM on a local Flink MiniCluster.
-demo: venv model
+demo: venv java model
 	$(PY) -m examples.review_analysis_demo
 
 bench: venv java
@@ -74,5 +78,9 @@ bench: venv java
 	$(PY) -m benchmarks.flink_host
 	$(PY) -m benchmarks.java_bridge
 
+## The wheel and sdist (the wheel compiles the bridge jar in; needs a JDK 11+).
+dist: venv
+	$(PY) -m build
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

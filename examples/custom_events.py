@@ -4,10 +4,13 @@ What it shows:
 
 - **custom event classes** (:class:`PurchaseEvent`, :class:`RefundEvent`, pydantic models
   with typed fields) and an action listening by **class** (``@action(PurchaseEvent)``),
-- custom events with explicit **type strings** (:class:`ReviewFlaggedEvent`,
-  ``EVENT_TYPE = "review_flagged"``; :class:`LargeRefundEvent`, ``"large_refund"``), with
-  actions listening by string (``@action("review_flagged")``, ``@action("large_refund")``,
-  and ``@action("_input_event")`` for the built-in input event),
+- a custom event class with an explicit **type string** (:class:`LargeRefundEvent`,
+  ``EVENT_TYPE = "large_refund"``) and actions listening by string
+  (``@action("large_refund")``, ``@action(EventType.InputEvent)`` for the built-in input
+  event),
+- a **unified event** with no class at all, as in Apache Flink Agents:
+  ``Event(type="review_flagged", attributes={...})``, read with ``event.get_attr(...)`` by
+  ``@action("review_flagged")``,
 - **branching**: the router sends a different event per kind of input, and the refund
   handler branches again on the amount,
 - an **async action** (the router awaits an async risk lookup, through
@@ -32,6 +35,7 @@ from pydantic import BaseModel
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.decorators import action
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
+from flink_agents.api.events.event_type import EventType
 from flink_agents.api.runner_context import RunnerContext
 
 #: Refunds above this amount need a manual check.
@@ -69,15 +73,6 @@ class LargeRefundEvent(Event):
     risk: float
 
 
-class ReviewFlaggedEvent(Event):
-    """A review that needs moderation; listened to by its type string."""
-
-    EVENT_TYPE = "review_flagged"
-
-    text: str
-    reason: str
-
-
 async def risk_score(customer: str, amount: float) -> float:
     """A stand-in for an async call to a risk service: higher for larger amounts."""
     await asyncio.sleep(0.01)
@@ -87,11 +82,11 @@ async def risk_score(customer: str, amount: float) -> float:
 class CustomerActivityAgent(Agent):
     """Routes each activity to a handler by its kind; keeps per-customer totals."""
 
-    @action("_input_event")  # the same as @action(InputEvent)
+    @action(EventType.InputEvent)  # the same as @action(InputEvent), @action("_input_event")
     @staticmethod
-    async def route(event: InputEvent, ctx: RunnerContext) -> None:
+    async def route(event: Event, ctx: RunnerContext) -> None:
         """Branch on the kind of activity (async: awaits the risk lookup for refunds)."""
-        activity = event.input
+        activity = InputEvent.from_event(event).input
         if isinstance(activity, dict):
             activity = Activity.model_validate(activity)
         ctx.short_term_memory.set("customer", activity.customer)
@@ -103,7 +98,13 @@ class CustomerActivityAgent(Agent):
         elif activity.kind == "review":
             text = activity.text.lower()
             if any(word in text for word in ("scam", "fraud", "fake")):
-                ctx.send_event(ReviewFlaggedEvent(text=activity.text, reason="accusation"))
+                # A unified event: a type string and attributes, no class needed.
+                ctx.send_event(
+                    Event(
+                        type="review_flagged",
+                        attributes={"text": activity.text, "reason": "accusation"},
+                    )
+                )
             else:
                 ctx.send_event(OutputEvent(output=_summary(ctx, "review accepted")))
         else:
@@ -141,9 +142,10 @@ class CustomerActivityAgent(Agent):
 
     @action("review_flagged")
     @staticmethod
-    def on_flagged_review(event: ReviewFlaggedEvent, ctx: RunnerContext) -> None:
+    def on_flagged_review(event: Event, ctx: RunnerContext) -> None:
         """Flagged reviews go to moderation."""
-        ctx.send_event(OutputEvent(output=_summary(ctx, f"review flagged ({event.reason})")))
+        reason = event.get_attr("reason")
+        ctx.send_event(OutputEvent(output=_summary(ctx, f"review flagged ({reason})")))
 
 
 def _summary(ctx: RunnerContext, decision: str) -> dict[str, Any]:

@@ -156,7 +156,8 @@ class ReviewAnalysisAgent(Agent):
         ctx.send_event(
             ChatRequestEvent(
                 model="analysis_model",
-                messages=[ChatMessage(role=MessageRole.USER, extra_args={"input": content})],
+                messages=[ChatMessage(role=MessageRole.USER)],
+                prompt_args={"input": content},
             )
         )
 

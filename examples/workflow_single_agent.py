@@ -157,7 +157,8 @@ class ReviewAnalysisAgent(Agent):
         ctx.send_event(
             ChatRequestEvent(
                 model="review_analysis_model",
-                messages=[ChatMessage(role=MessageRole.USER, extra_args={"input": content})],
+                messages=[ChatMessage(role=MessageRole.USER)],
+                prompt_args={"input": content},
                 output_schema=REVIEW_SCHEMA,
             )
         )

@@ -47,6 +47,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flink_agents._python_path import worker_python_path
+from flink_agents.errors import ClusterError
+
 __all__ = [
     "JAVA_OPTS",
     "MINIMAL_JAVA_OPTS",
@@ -87,10 +90,6 @@ MINIMAL_JAVA_OPTS: tuple[str, ...] = (
 
 _STATE_FILE = "cluster.json"
 _JOB_ID = re.compile(r"JobID\s+([0-9a-f]{32})")
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started, reached or stopped, or a submission failed."""
 
 
 @dataclass
@@ -154,6 +153,7 @@ def pyflink_home() -> Path:
 
 
 def _free_port() -> int:
+    """A free TCP port on 127.0.0.1 (bound, then released) for the JobManager's RPC."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -162,18 +162,6 @@ def _free_port() -> int:
 def _port_in_use(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _python_paths() -> list[str]:
-    """Where the workers find this interpreter's packages (thread mode needs it spelled out)."""
-    import flink_agents
-
-    root = str(Path(flink_agents.__file__).resolve().parent.parent)
-    paths = [root]
-    for p in sys.path:
-        if p and "site-packages" in p and os.path.isdir(p) and p not in paths:
-            paths.append(p)
-    return paths
 
 
 def _write_config(
@@ -207,7 +195,7 @@ def _write_config(
         "rest.port": port,
         "python.executable": sys.executable,
         "python.client.executable": sys.executable,
-        "python.pythonpath": os.pathsep.join(_python_paths()),
+        "python.pythonpath": os.pathsep.join(worker_python_path()),
     }
     if java_opts:
         values["env.java.opts.all"] = " ".join(java_opts)
@@ -276,15 +264,33 @@ def _status(workdir: Path, port: int) -> ClusterStatus:
 
 
 def _run_script(home: Path, workdir: Path, script: str, timeout: float) -> str:
-    proc = subprocess.run(
+    """Run one of Flink's ``bin/`` scripts and return its output.
+
+    The script runs in a session of its own: when it does not finish in time, it is killed
+    together with everything it started so far (the JVMs of ``flink-daemon.sh`` stay in its
+    process group), so a start that timed out leaves no half-started cluster behind.
+    """
+    proc = subprocess.Popen(
         ["bash", str(home / "bin" / script)],
         env=_env(workdir),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        timeout=timeout,
-        check=False,
+        start_new_session=True,
     )
-    out = (proc.stdout + proc.stderr).strip()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = proc.communicate()
+        raise ClusterError(
+            f"{script} did not finish within {timeout:.0f}s and was stopped with what it had "
+            f"started (a busy machine? pass a longer timeout): {out.strip()[-2000:]}"
+        ) from None
+    out = out.strip()
     if proc.returncode != 0:
         raise ClusterError(f"{script} failed ({proc.returncode}): {out[-2000:]}")
     return out
@@ -319,14 +325,15 @@ def start_cluster(
         java_opts: JVM flags of every Flink process (``env.java.opts.all``).
         extra_config: more Flink configuration (``key: value``), e.g.
             ``{"python.execution-mode": "thread"}``.
-        timeout: seconds to wait for the TaskManagers.
+        timeout: seconds for ``start-cluster.sh`` to finish, and again for the TaskManagers
+            to register.
 
     Returns:
         The running cluster's status.
 
     Raises:
-        ClusterError: the port is taken, a script failed, or the cluster did not come up (the
-            message has the tail of the logs).
+        ClusterError: the port is taken, a script failed or hung, or the cluster did not come
+            up (the message has the tail of the logs). What was started is stopped again.
     """
     workdir = Path(workdir).resolve()
     home = pyflink_home()
@@ -348,7 +355,11 @@ def start_cluster(
     _link_lib(workdir, home)
     state = {"port": port, "slots": slots, "taskmanagers": taskmanagers, "pyflink": str(home)}
     (workdir / _STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
-    _run_script(home, workdir, "start-cluster.sh", timeout=60)
+    try:
+        _run_script(home, workdir, "start-cluster.sh", timeout=timeout)
+    except ClusterError:
+        _stop_quietly(workdir)  # what the script started before it failed
+        raise
     deadline = time.monotonic() + timeout
     status = _status(workdir, port)
     while time.monotonic() < deadline:
@@ -357,14 +368,19 @@ def start_cluster(
             return status
         time.sleep(0.5)
     tail = _log_tail(workdir)
-    try:
-        stop_cluster(workdir)
-    except ClusterError:
-        pass
+    _stop_quietly(workdir)
     raise ClusterError(
         f"the cluster in {workdir} did not come up within {timeout:.0f}s "
         f"(running={status.running}, taskmanagers={status.taskmanagers}):\n{tail}"
     )
+
+
+def _stop_quietly(workdir: Path) -> None:
+    """Stop what a failed start left running; its own failure would hide the start's."""
+    try:
+        stop_cluster(workdir)
+    except ClusterError:
+        pass
 
 
 def _pids(workdir: Path) -> list[int]:
@@ -396,13 +412,17 @@ def stop_cluster(workdir: str | os.PathLike[str], *, timeout: float = 60.0) -> C
     state = _read_state(workdir)
     home = Path(state.get("pyflink") or pyflink_home())
     pids = _pids(workdir)
-    _run_script(home, workdir, "stop-cluster.sh", timeout=timeout)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.3)
-    left = [p for p in pids if _alive(p)]
-    for pid in left:  # only processes this cluster's pid files name
-        os.kill(pid, signal.SIGKILL)
+    try:
+        _run_script(home, workdir, "stop-cluster.sh", timeout=timeout)
+    finally:  # also when the script failed: the processes must not outlive the cluster
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.3)
+        for pid in [p for p in pids if _alive(p)]:  # only those this cluster's pid files name
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     status = _status(workdir, int(state["port"]))
     if status.running:
         raise ClusterError(f"the cluster in {workdir} still answers on {status.rest_url}")

@@ -6,15 +6,26 @@
      +-- ConfigurationError          developer mistake: a bad option value or key
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
+     +-- EventAttributeError         developer mistake: an event attribute that is not JSON
+     +-- SqlError                    developer mistake in a SQL statement (flink_agents.sql)
+     |    +-- SqlParseError          a statement does not parse (line, column, what was expected)
+     |    +-- CatalogError           an unknown, already existing or still used catalog object
      +-- RuntimeFailure              something failed while a run was executing
-          +-- ActionError            an action raised (carries key, action, event id)
-          +-- ResourceError          a resource could not be found or created
-          +-- ModelCallError         a chat/embedding model call failed
-          +-- ToolError              a tool call failed
-          |    +-- ToolArgumentError the model called a tool with bad arguments
-          |    +-- UnknownToolError  the model called a tool that does not exist
-          +-- OutputSchemaError      a model reply does not match the output schema
-          +-- JavaBridgeError        a Java resource failed (carries the Java message)
+     |    +-- ActionError            an action raised (carries key, action, event id)
+     |    +-- ResourceError          a resource could not be found or created
+     |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
+     |    |                          dimension mismatch, bad filter, missing id)
+     |    +-- ModelCallError         a chat/embedding model call failed
+     |    +-- ToolError              a tool call failed
+     |    |    +-- ToolArgumentError the model called a tool with bad arguments
+     |    |    +-- UnknownToolError  the model called a tool that does not exist
+     |    +-- OutputSchemaError      a model reply does not match the output schema
+     |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
+     +-- ClusterError                the local standalone cluster could not be started,
+     |                               reached or stopped, or a job submission failed
+     +-- CommandError                the ``flink-agents`` command ends with an error
+          +-- UsageError             invoked wrongly (bad arguments, input): exit code 2
+          +-- CommandFailure         invoked rightly, but the work failed: exit code 1
 
 Every error pickles (Flink pickles exceptions between the Python worker and the JVM), so
 all extra attributes are passed through ``__reduce__``.
@@ -58,6 +69,55 @@ class PlanValidationError(FlinkAgentsError, ValueError):
 
 class MemoryValueError(FlinkAgentsError, TypeError):
     """A value that memory cannot hold (memory keeps JSON-like values only)."""
+
+
+class SqlError(FlinkAgentsError, ValueError):
+    """A SQL statement cannot be run: an unknown table column, a bad ``agent_run`` argument...
+
+    Attributes:
+        line: the line of the statement (1-based) where the problem is, when known.
+        column: the column (1-based), when known.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        self.message = message
+        self.line = line
+        self.column = column
+        where = f"line {line}, column {column}: " if line is not None and column else ""
+        super().__init__(where + message)
+
+
+class SqlParseError(SqlError):
+    """A statement does not parse; the message names the line, the column and what was
+    expected there.
+
+    Attributes:
+        expected: what the parser expected at that position.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.expected = expected
+        super().__init__(message, line=line, column=column)
+
+
+class CatalogError(SqlError):
+    """A tool, agent, connection, model or function is unknown (the message lists what
+    exists), already exists, or is still used by another object."""
+
+
+class EventAttributeError(FlinkAgentsError, ValueError):
+    """An event attribute that cannot be written as JSON, or a malformed event.
+
+    Raised when the event is made and at ``set_attr``, as Apache Flink Agents validates
+    event attributes (a ``ValueError``, like pydantic's validation errors there).
+    """
 
 
 class RuntimeFailure(FlinkAgentsError):
@@ -118,6 +178,11 @@ class ResourceError(RuntimeFailure):
     """A resource is missing, has the wrong type, or failed to be created."""
 
 
+class VectorStoreError(ResourceError, ValueError):
+    """A vector store rejected a request: an unknown collection, an embedding of the wrong
+    dimension, a malformed metadata filter, an id that does not exist."""
+
+
 class ModelCallError(RuntimeFailure):
     """A model call failed after retries.
 
@@ -164,3 +229,30 @@ class OutputSchemaError(RuntimeFailure):
 
 class JavaBridgeError(RuntimeFailure):
     """A Java resource raised; the message carries the Java exception text."""
+
+
+class ClusterError(FlinkAgentsError, RuntimeError):
+    """The local standalone cluster could not be started, reached or stopped, or a job
+    submission failed (see :mod:`flink_agents.cluster`)."""
+
+
+class CommandError(FlinkAgentsError):
+    """The ``flink-agents`` command ends with this error: its message is printed on one
+    line, and the process exits with :attr:`exit_code`."""
+
+    #: The process exit code.
+    exit_code: int = 1
+
+
+class UsageError(CommandError):
+    """The command was invoked wrongly: bad arguments, a ``module:attr`` that names no
+    agent, a missing or malformed input file, a bad ``--config`` value (exit code 2)."""
+
+    exit_code = 2
+
+
+class CommandFailure(CommandError):
+    """The command was invoked rightly but its work failed: an invalid agent, a failing
+    action, a cluster command or job that failed (exit code 1)."""
+
+    exit_code = 1

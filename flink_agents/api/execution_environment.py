@@ -8,6 +8,7 @@ it gives the Flink environment (``from_datastream`` / ``from_table`` / ``to_data
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -59,8 +60,19 @@ class AgentsExecutionEnvironment(ABC):
 
         return FlinkExecutionEnvironment(env, t_env, **kwargs)
 
-    def get_config(self) -> AgentConfiguration:
-        """The configuration shared by the agents of this environment."""
+    def get_config(self, path: str | os.PathLike[str] | None = None) -> AgentConfiguration:
+        """The configuration shared by the agents of this environment.
+
+        Args:
+            path: a YAML file whose ``agent:`` section is loaded into it first (Flink's
+                ``config.yaml`` layout); its values replace ones set before.
+
+        Raises:
+            ConfigurationError: ``path`` cannot be read or holds a bad option (the message
+                names the file and the line).
+        """
+        if path is not None:
+            self._config.load_from_file(path)
         return self._config
 
     def add_resource(

@@ -122,3 +122,66 @@ class ResourceDescriptor:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}=..." for k in self.arguments)
         return f"ResourceDescriptor({self.class_path}{', ' if args else ''}{args})"
+
+
+class ResourceName:
+    """Class paths of the built-in resource implementations, for
+    ``ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP, ...)`` (as in Apache
+    Flink Agents; only the implementations this package has are listed)."""
+
+    class ChatModel:
+        """Chat model connections and setups."""
+
+        ANTHROPIC_CONNECTION = (
+            "flink_agents.integrations.chat_models.anthropic.anthropic_chat_model."
+            "AnthropicChatModelConnection"
+        )
+        ANTHROPIC_SETUP = (
+            "flink_agents.integrations.chat_models.anthropic.anthropic_chat_model."
+            "AnthropicChatModelSetup"
+        )
+        OLLAMA_CONNECTION = (
+            "flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelConnection"
+        )
+        OLLAMA_SETUP = (
+            "flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelSetup"
+        )
+        OPENAI_COMPLETIONS_CONNECTION = (
+            "flink_agents.integrations.chat_models.openai.openai_chat_model."
+            "OpenAIChatModelConnection"
+        )
+        OPENAI_COMPLETIONS_SETUP = (
+            "flink_agents.integrations.chat_models.openai.openai_chat_model.OpenAIChatModelSetup"
+        )
+        JAVA_WRAPPER_CONNECTION = (
+            "flink_agents.api.chat_models.java_chat_model.JavaChatModelConnection"
+        )
+        JAVA_WRAPPER_SETUP = "flink_agents.api.chat_models.java_chat_model.JavaChatModelSetup"
+
+    class EmbeddingModel:
+        """Embedding model connections and setups."""
+
+        OLLAMA_CONNECTION = (
+            "flink_agents.integrations.embedding_models.ollama_embedding_model."
+            "OllamaEmbeddingModelConnection"
+        )
+        OLLAMA_SETUP = (
+            "flink_agents.integrations.embedding_models.ollama_embedding_model."
+            "OllamaEmbeddingModelSetup"
+        )
+        OPENAI_CONNECTION = (
+            "flink_agents.integrations.embedding_models.openai_embedding_model."
+            "OpenAIEmbeddingModelConnection"
+        )
+        OPENAI_SETUP = (
+            "flink_agents.integrations.embedding_models.openai_embedding_model."
+            "OpenAIEmbeddingModelSetup"
+        )
+        JAVA_WRAPPER_CONNECTION = (
+            "flink_agents.api.embedding_models.java_embedding_model.JavaEmbeddingModelConnection"
+        )
+        JAVA_WRAPPER_SETUP = (
+            "flink_agents.api.embedding_models.java_embedding_model.JavaEmbeddingModelSetup"
+        )
+
+    MCP_SERVER = "flink_agents.integrations.mcp.mcp.MCPServer"

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from flink_agents.api.events.event import Event
+from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.metric_group import MetricGroup
 from flink_agents.api.resource import Resource, ResourceType
@@ -37,11 +38,15 @@ class RunnerContext(ABC):
         """Memory of the current run, cleared when the run ends."""
 
     @property
-    def long_term_memory(self) -> Any:
-        """Long-term memory is not available yet."""
-        raise NotImplementedError(
-            "long-term memory is not supported yet; use short_term_memory (keyed state)"
-        )
+    def long_term_memory(self) -> BaseLongTermMemory:
+        """Memory sets of text items with semantic search, kept in a vector store across
+        runs and restarts, scoped to the job identifier and the current key (see
+        :mod:`flink_agents.api.memory.long_term_memory`).
+
+        Raises:
+            ConfigurationError: ``LongTermMemoryOptions.Mem0`` options are not all set.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no long-term memory")
 
     @property
     @abstractmethod
@@ -58,19 +63,43 @@ class RunnerContext(ABC):
         return self.action_config.get(key, default)
 
     @abstractmethod
-    def durable_execute(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        """Call ``func(*args, **kwargs)`` once: its result is recorded in state, and a run
-        replayed after a failure gets the recorded result instead of calling again.
+    def durable_execute(
+        self,
+        func: Callable[..., _T],
+        *args: Any,
+        reconciler: Callable[[], _T] | None = None,
+        **kwargs: Any,
+    ) -> _T:
+        """Call ``func(*args, **kwargs)`` once: its result (or exception) is recorded in
+        state, and a run replayed after a failure gets the recorded outcome instead of
+        calling again. Calls are matched by their order in the action and the function's
+        name, so the action must make them in the same order when replayed.
+
+        Args:
+            func: the function (no memory access or ``send_event`` inside it).
+            *args: its arguments.
+            reconciler: optional zero-argument function for recovery: when a restore finds
+                this call started but not finished (the failure came while it ran), the
+                reconciler is called instead of ``func`` to find out what happened (e.g. ask
+                a payment service whether the payment went through); what it returns or
+                raises is recorded and replayed like ``func``'s outcome. Not passed to
+                ``func``. Without one, such a call runs ``func`` again.
+            **kwargs: its keyword arguments.
 
         The result must be picklable.
         """
 
     @abstractmethod
     async def durable_execute_async(
-        self, func: Callable[..., Awaitable[_T] | _T], *args: Any, **kwargs: Any
+        self,
+        func: Callable[..., Awaitable[_T] | _T],
+        *args: Any,
+        reconciler: Callable[[], Awaitable[_T] | _T] | None = None,
+        **kwargs: Any,
     ) -> _T:
         """Like :meth:`durable_execute`, without blocking other keys while it waits: an
-        ``async def`` function is awaited, a plain one runs on a worker thread."""
+        ``async def`` function (or reconciler) is awaited, a plain one runs on a worker
+        thread."""
 
     @property
     @abstractmethod

@@ -12,18 +12,29 @@ carry next to the plan.
 
 from __future__ import annotations
 
+import builtins
+import difflib
 import inspect
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
-from flink_agents.api._function import FunctionRef, function_ref, is_async, unwrap
+from flink_agents.api._function import (
+    FunctionRef,
+    function_ref,
+    is_async,
+    load_by_value,
+    pickle_by_value,
+    pickle_error,
+    unwrap,
+)
 from flink_agents.api.agents.agent import Agent, resource_type_of
 from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
-from flink_agents.api.events.event import Event, event_class_for
+from flink_agents.api.events.event import Event, event_class_for, registered_event_types
 from flink_agents.api.resource import (
     Resource,
     ResourceDescriptor,
@@ -32,6 +43,8 @@ from flink_agents.api.resource import (
 )
 from flink_agents.api.tools.function_tool import FunctionTool
 from flink_agents.errors import PlanValidationError
+
+log = logging.getLogger(__name__)
 
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
@@ -108,6 +121,8 @@ class ResourceProvider(BaseModel):
         clazz: import path of the resource class.
         arguments: constructor arguments of a descriptor (secrets replaced by a marker).
         serialized: the dumped instance of a serializable resource.
+        clazz_pickled: the class by value (base64 cloudpickle) when the ``__main__`` script
+            defines it; left out of the JSON otherwise.
     """
 
     name: str
@@ -115,6 +130,22 @@ class ResourceProvider(BaseModel):
     clazz: str
     arguments: dict[str, Any] | None = None
     serialized: dict[str, Any] | None = None
+    clazz_pickled: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_by_name(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Classes referenced by name keep the JSON they always had.
+        data: dict[str, Any] = handler(self)
+        if data.get("clazz_pickled") is None:
+            data.pop("clazz_pickled", None)
+        return data
+
+    def resource_class(self) -> builtins.type[Resource]:
+        """The resource class (loaded from ``clazz_pickled`` or imported by name)."""
+        if self.clazz_pickled is not None:
+            cls: builtins.type[Resource] = load_by_value(self.clazz_pickled)
+            return cls
+        return ResourceDescriptor(self.clazz).clazz
 
 
 def _encode_argument(value: Any, where: str, problems: list[str]) -> Any:
@@ -127,10 +158,14 @@ def _encode_argument(value: Any, where: str, problems: list[str]) -> Any:
         return {str(k): _encode_argument(v, where, problems) for k, v in value.items()}
     if isinstance(value, BaseModel):
         cls = type(value)
-        return {
+        encoded = {
             MODEL_MARKER: f"{cls.__module__}.{cls.__qualname__}",
             "data": json.loads(value.model_dump_json()),
         }
+        pickled = pickle_by_value(cls)
+        if pickled is not None:
+            encoded["pickled"] = pickled
+        return encoded
     if callable(value) and not isinstance(value, type):
         try:
             return {FUNCTION_MARKER: function_ref(value).model_dump()}
@@ -150,9 +185,10 @@ def decode_argument(value: Any) -> Any:
         return [decode_argument(v) for v in value]
     if isinstance(value, dict):
         if MODEL_MARKER in value:
-            from flink_agents.api.resource import ResourceDescriptor as _RD
-
-            cls = _RD(value[MODEL_MARKER]).clazz
+            if value.get("pickled"):
+                cls = load_by_value(value["pickled"])
+            else:
+                cls = ResourceDescriptor(value[MODEL_MARKER]).clazz
             return cls.model_validate(value["data"])
         if FUNCTION_MARKER in value:
             return unwrap(FunctionRef.model_validate(value[FUNCTION_MARKER]).resolve())
@@ -163,20 +199,49 @@ def decode_argument(value: Any) -> Any:
 def _event_type_string(event: Any, action: str, problems: list[str]) -> str | None:
     if isinstance(event, type) and issubclass(event, Event):
         return event.EVENT_TYPE
-    if isinstance(event, str):
-        if event_class_for(event) is None:
-            problems.append(
-                f"action {action!r} listens to unknown event type {event!r}: use an event "
-                "class, a built-in type string such as '_input_event', or define "
-                f"`class MyEvent(Event): EVENT_TYPE = {event!r}` in an imported module"
-            )
-            return None
+    if isinstance(event, str) and event:
         return event
     problems.append(
         f"action {action!r} listens to {event!r}, which is neither an Event subclass nor "
-        "an event type string"
+        "a non-empty event type string"
     )
     return None
+
+
+def _check_classless_types(actions: Mapping[str, ActionPlan]) -> None:
+    """Log the listened type strings no event class declares.
+
+    They are legal (unified events: ``Event(type="step2", ...)`` sent by an action), so
+    this is no error; but a typo of a declared type would never fire, so a type close to a
+    declared or listened one is a warning that names it.
+    """
+    declared = set(registered_event_types())
+    classless: dict[str, list[str]] = {}
+    for action in actions.values():
+        for etype in action.listen_event_types:
+            if etype not in declared and event_class_for(etype) is None:
+                classless.setdefault(etype, []).append(action.name)
+    if not classless:
+        return
+    listened = {t for a in actions.values() for t in a.listen_event_types}
+    for etype, names in sorted(classless.items()):
+        candidates = sorted((declared | listened) - {etype, Event.EVENT_TYPE})
+        close = difflib.get_close_matches(etype, candidates, n=1, cutoff=0.8)
+        if close:
+            log.warning(
+                "action(s) %s listen to event type %r, which no event class declares and "
+                "which is close to %r: a typo? (fine if actions send "
+                "Event(type=%r, ...) themselves)",
+                names,
+                etype,
+                close[0],
+                etype,
+            )
+    log.info(
+        "event types without a class (unified events, sent as Event(type=..., attributes=...)"
+        " by actions): %s",
+        sorted(classless),
+    )
 
 
 def _check_signature(name: str, func: Callable[..., Any], problems: list[str]) -> None:
@@ -288,6 +353,7 @@ class AgentPlan(BaseModel):
         for action in actions.values():
             for etype in action.listen_event_types:
                 by_event.setdefault(etype, []).append(action.name)
+        _check_classless_types(actions)
 
         merged: dict[ResourceType, dict[str, Any]] = {}
         for source in (resources or {}), agent.resources:
@@ -333,19 +399,77 @@ class AgentPlan(BaseModel):
         return self
 
     def main_module_references(self) -> list[str]:
-        """Functions of the plan defined in a ``__main__`` script (not importable by Flink
-        workers): ``"action <name>"`` / ``"<type> resource <name>"`` entries."""
-        found = [f"action {a.name}" for a in self.actions.values() if a.func.module == "__main__"]
+        """References to the ``__main__`` script by name, which Flink's workers cannot
+        import: what could not be stored by value, each with the reason.
+
+        Objects of the script travel by value (cloudpickle); one that cannot be pickled
+        (e.g. a function whose globals hold a lock or an open connection) stays a reference
+        by name, which works in this process only (the local environment).
+        """
+        found = []
+        for action in self.actions.values():
+            found += [f"action {action.name!r}: {p}" for p in _names_of_main(action.func)]
+            found += [f"action {action.name!r}: {p}" for p in _names_of_main(action.config)]
         for rtype, by_name in self.resource_providers.items():
             for name, provider in by_name.items():
-                text = json.dumps(provider.serialized or provider.arguments or {})
-                if provider.clazz.startswith("__main__.") or '"module": "__main__"' in text:
-                    found.append(f"{rtype.value} resource {name}")
+                where = f"{rtype.value} resource {name!r}"
+                if provider.clazz.startswith("__main__.") and provider.clazz_pickled is None:
+                    found.append(f"{where}: {_main_problem(provider.clazz)}")
+                found += [f"{where}: {p}" for p in _names_of_main(provider.serialized)]
+                found += [f"{where}: {p}" for p in _names_of_main(provider.arguments)]
         return found
+
+    def by_value_references(self) -> list[str]:
+        """``module.qualname`` of every function and class the plan carries by value."""
+        found: list[str] = []
+        _collect_by_value(self.model_dump(), found)
+        return sorted(set(found))
 
     def get_config(self) -> AgentConfiguration:
         """The configuration as an :class:`AgentConfiguration`."""
         return AgentConfiguration(self.config)
+
+
+def _main_problem(path: str) -> str:
+    reason = pickle_error(path)
+    return f"{path} " + (
+        f"could not be pickled by value ({reason})" if reason else "is not stored by value"
+    )
+
+
+def _names_of_main(value: Any) -> list[str]:
+    """Problems of the ``__main__`` references by name inside ``value`` (JSON-like data or a
+    function reference)."""
+    if isinstance(value, FunctionRef):
+        value = value.model_dump()
+    found: list[str] = []
+    if isinstance(value, dict):
+        if value.get("module") == "__main__" and "qualname" in value and not value.get("pickled"):
+            found.append(_main_problem(f"__main__.{value['qualname']}"))
+        for key in (MODEL_MARKER, "class"):
+            path = value.get(key)
+            if isinstance(path, str) and path.startswith("__main__.") and not value.get("pickled"):
+                found.append(_main_problem(path))
+        for item in value.values():
+            found += _names_of_main(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _names_of_main(item)
+    return found
+
+
+def _collect_by_value(value: Any, found: list[str]) -> None:
+    if isinstance(value, dict):
+        if value.get("pickled") or value.get("clazz_pickled"):
+            if "qualname" in value:
+                found.append(f"{value['module']}.{value['qualname']}")
+            else:
+                found.append(value.get(MODEL_MARKER) or value.get("class") or value["clazz"])
+        for item in value.values():
+            _collect_by_value(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_by_value(item, found)
 
 
 def _provider(
@@ -374,6 +498,7 @@ def _provider(
             serialized=_redact(
                 json.loads(value.model_dump_json()), f"{rtype.value}/{name}", secrets
             ),
+            clazz_pickled=pickle_by_value(type(value)),
         )
     if isinstance(value, ResourceDescriptor):
         try:
@@ -394,17 +519,44 @@ def _provider(
                 f"{declared.value if declared else 'non-resource'}, not a {rtype.value}"
             )
             return None
+        missing = _missing_arguments(cls, value.arguments)
+        if missing:
+            problems.append(
+                f"{where}: {cls.__name__} needs {', '.join(repr(m) for m in missing)}; add "
+                f"{', '.join(f'{m}=...' for m in missing)} to its ResourceDescriptor"
+                + (" (the model name, e.g. model='qwen3:8b')" if "model" in missing else "")
+            )
+            return None
         arguments = {
             arg: _encode_argument(argval, f"argument {arg!r} of {where}", problems)
             for arg, argval in value.arguments.items()
         }
         arguments = _redact(arguments, f"{rtype.value}/{name}", secrets)
-        return ResourceProvider(name=name, type=rtype, clazz=value.class_path, arguments=arguments)
+        return ResourceProvider(
+            name=name,
+            type=rtype,
+            clazz=value.class_path,
+            arguments=arguments,
+            clazz_pickled=pickle_by_value(cls),
+        )
     problems.append(
         f"{where} is {type(value).__name__}; declare it with a ResourceDescriptor, a Prompt "
         "or a Tool"
     )
     return None
+
+
+def _missing_arguments(cls: type[Resource], arguments: Mapping[str, Any]) -> list[str]:
+    """Required fields of a resource class that a descriptor does not give (checked here
+    so that a chat model setup without ``model`` fails when the plan is made, not on the
+    first record). Classes with an ``__init__`` of their own are left to it."""
+    if cls.__init__ is not BaseModel.__init__:  # type: ignore[misc]
+        return []
+    return [
+        name
+        for name, info in cls.model_fields.items()
+        if info.is_required() and name not in arguments and info.alias not in arguments
+    ]
 
 
 # Which argument of which resource type names another resource.

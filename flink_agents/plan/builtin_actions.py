@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.core_options import AgentConfigOptions
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
@@ -55,6 +57,8 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             "messages": list(event.messages),
             "iterations": 0,
             "schema": _schema_kwargs(event.output_schema),
+            # Kept for every model call of the tool loop: the prompt is applied each time.
+            "prompt_args": dict(event.prompt_args),
             # A request may bound its own tool loop (ReActAgent does).
             "max_iterations": (event.model_extra or {}).get("max_iterations"),
         }
@@ -100,11 +104,21 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m)
         for m in state["messages"]
     ]
-    response: ChatMessage = await ctx.durable_execute_async(
-        setup.achat,  # type: ignore[attr-defined]
-        messages,
-        **state["schema"],
-    )
+    prompt_args = state.get("prompt_args") or {}
+    # Passed only when given: a custom setup whose achat predates prompt_args still works.
+    if prompt_args:
+        response: ChatMessage = await ctx.durable_execute_async(
+            setup.achat,  # type: ignore[attr-defined]
+            messages,
+            prompt_args=prompt_args,
+            **state["schema"],
+        )
+    else:
+        response = await ctx.durable_execute_async(
+            setup.achat,  # type: ignore[attr-defined]
+            messages,
+            **state["schema"],
+        )
     if response.tool_calls:
         calls = [
             _normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)
@@ -166,7 +180,10 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool = ctx.get_resource(name, ResourceType.TOOL)
                 except ResourceError as exc:
                     raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
-            responses[call_id] = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[union-attr]
+            result = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[union-attr]
+            # Event attributes must be JSON: a tool result JSON cannot hold reaches the
+            # model as its text (it would be text in the model's message anyway).
+            responses[call_id] = to_jsonable_python(result, fallback=str)
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
             errors[call_id] = message

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import difflib
 import inspect
 import logging
 import pickle
@@ -25,12 +26,21 @@ from flink_agents.api.core_options import (
     AgentConfiguration,
     ErrorHandlingStrategy,
 )
-from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
+from flink_agents.api.events.event import (
+    ErrorEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    event_class_for,
+)
+from flink_agents.api.events.event_type import EventType
+from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.errors import ActionError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
+from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.resources import ResourceCache
@@ -41,11 +51,20 @@ T = TypeVar("T")
 
 @dataclass
 class DurableRecord:
-    """A completed durable call: what was called and what it gave (or raised)."""
+    """A durable call: what was called and what it gave (or raised).
+
+    Attributes:
+        signature: ``module.qualname`` of the function called.
+        result: what it returned.
+        error: what it raised, if it failed.
+        pending: the call was started and has not finished: written before a call that has
+            a reconciler, so that a restore can tell "maybe happened" from "never started".
+    """
 
     signature: str
     result: Any = None
     error: BaseException | None = None
+    pending: bool = False
 
 
 @dataclass
@@ -138,6 +157,25 @@ def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
 _PLAIN = (type(None), bool, int, float, str, bytes, BaseModel)
 
 
+#: Type strings of the built-in events.
+_BUILTIN_TYPES = frozenset(v for k, v in vars(EventType).items() if not k.startswith("_"))
+
+
+def _check_reconciler(reconciler: Any) -> None:
+    """A reconciler is called with no arguments (as upstream checks it)."""
+    if not callable(reconciler):
+        raise TypeError(f"reconciler must be callable, got {type(reconciler).__name__}")
+    try:
+        inspect.signature(reconciler).bind()
+    except TypeError:
+        raise TypeError(
+            f"reconciler {_signature(reconciler)} must be callable with no arguments (it "
+            "is called after a restore to find out the outcome of the interrupted call)"
+        ) from None
+    except ValueError:
+        pass  # no signature to inspect (some builtins): trust it
+
+
 def _check_picklable(value: Any, signature: str) -> None:
     if isinstance(value, _PLAIN):
         return  # pickles (pydantic models of importable classes do); skip the cost
@@ -161,7 +199,16 @@ class RunContext(RunnerContext):
 
     # -- events ----------------------------------------------------------------------------
     def send_event(self, event: Event) -> None:
-        if not isinstance(event, Event):
+        if type(event) is Event and event.type in _BUILTIN_TYPES:
+            # A unified event of a built-in type (Event(type="_output_event", attributes=
+            # {"output": ...})) travels as its class, so the built-in actions and the output
+            # collection see it as they see the class's own events. Types of user classes
+            # stay generic: a type string may be claimed by classes of unrelated modules,
+            # and actions read them with `MyEvent.from_event(event)` (as upstream).
+            cls = event_class_for(event.type, import_module=False)
+            if cls is not None and cls is not Event:
+                event = cls.from_event(event)
+        elif not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         self._sent.append(event)
 
@@ -178,6 +225,10 @@ class RunContext(RunnerContext):
     @property
     def sensory_memory(self) -> MemoryObject:
         return StoredMemoryObject(self._run.sensory)
+
+    @property
+    def long_term_memory(self) -> BaseLongTermMemory:
+        return self._run.runner.long_term_memory.for_key(self._run.key)
 
     # -- config --------------------------------------------------------------------------------
     @property
@@ -218,13 +269,44 @@ class RunContext(RunnerContext):
             raise rec.error
         return rec.result
 
-    def durable_execute(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        signature = _call_info(func)[0]
+    def _begin(
+        self, signature: str, reconciler: Callable[[], Any] | None
+    ) -> tuple[str, DurableRecord | None, bool]:
+        """Look the call up in the log: ``(call id, finished record or None, whether to
+        call the reconciler instead of the function)``. With a reconciler, a call that is
+        not in the log is marked pending first (see :class:`DurableRecord`)."""
         call_id, rec = self._replay(signature)
+        if rec is not None and not rec.pending:
+            return call_id, rec, False
+        if reconciler is None:
+            return call_id, None, False
+        _check_reconciler(reconciler)
+        if rec is not None:
+            # Started before the restore, outcome unknown: the reconciler finds it out.
+            log.info(
+                "durable call %s (%s) of key %r was started before the restore and not "
+                "recorded; asking its reconciler",
+                call_id,
+                signature,
+                self._run.key,
+            )
+            return call_id, None, True
+        self._run.record(call_id, DurableRecord(signature, pending=True))
+        return call_id, None, False
+
+    def durable_execute(
+        self,
+        func: Callable[..., T],
+        *args: Any,
+        reconciler: Callable[[], T] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        signature = _call_info(func)[0]
+        call_id, rec, reconcile = self._begin(signature, reconciler)
         if rec is not None:
             return self._replayed(rec)  # type: ignore[no-any-return]
         try:
-            result = func(*args, **kwargs)
+            result = reconciler() if reconcile else func(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
             raise
@@ -237,21 +319,31 @@ class RunContext(RunnerContext):
         return result
 
     async def durable_execute_async(
-        self, func: Callable[..., Awaitable[T] | T], *args: Any, **kwargs: Any
+        self,
+        func: Callable[..., Awaitable[T] | T],
+        *args: Any,
+        reconciler: Callable[[], Awaitable[T] | T] | None = None,
+        **kwargs: Any,
     ) -> T:
         signature, is_coroutine = _call_info(func)
-        call_id, rec = self._replay(signature)
+        call_id, rec, reconcile = self._begin(signature, reconciler)
         if rec is not None:
             return self._replayed(rec)  # type: ignore[no-any-return]
+        if reconcile:
+            target: Callable[..., Any] = reconciler  # type: ignore[assignment]
+            args, kwargs = (), {}
+            is_coroutine = inspect.iscoroutinefunction(target)
+        else:
+            target = func
         if self._run.on_suspend is not None:
             self._run.on_suspend()
         try:
             if is_coroutine:
-                result = await func(*args, **kwargs)  # type: ignore[misc]
+                result = await target(*args, **kwargs)
             else:
                 loop = asyncio.get_running_loop()
                 result = await loop.run_in_executor(
-                    self._run.runner.executor, lambda: func(*args, **kwargs)
+                    self._run.runner.executor, lambda: target(*args, **kwargs)
                 )
                 if inspect.isawaitable(result):
                     result = await result
@@ -275,31 +367,31 @@ class RunContext(RunnerContext):
 class AgentRunner:
     """Runs inputs through a plan. One instance per host instance (task slot).
 
+    The runner owns the thread pool for blocking calls (:attr:`executor`, sized by
+    ``num-async-threads``): ``durable_execute_async`` of a plain function runs on it, and
+    hosts install it as their event loop's default executor so that ``asyncio.to_thread``
+    (used by resources) shares it. It is the only pool; :meth:`close` shuts it down.
+
     Args:
         plan: the compiled agent.
         resources: the resource cache (one is made from the plan if not given).
-        executor: thread pool for blocking calls of ``durable_execute_async`` (made from
-            ``num-async-threads`` if not given).
+
+    Attributes:
+        executor: the thread pool for blocking calls (threads named ``flink-agents-call``).
     """
 
-    def __init__(
-        self,
-        plan: AgentPlan,
-        *,
-        resources: ResourceCache | None = None,
-        executor: concurrent.futures.Executor | None = None,
-    ) -> None:
+    def __init__(self, plan: AgentPlan, *, resources: ResourceCache | None = None) -> None:
         from flink_agents.api.core_options import AgentExecutionOptions
 
         self.plan = plan
         self.config = plan.get_config()
         self.resources = resources or ResourceCache(plan)
-        self._own_executor = executor is None
-        self.executor = executor or concurrent.futures.ThreadPoolExecutor(
+        self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
             thread_name_prefix="flink-agents-call",
         )
         self.metrics = SimpleMetricGroup("agent")
+        self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
@@ -318,10 +410,13 @@ class AgentRunner:
         }
 
     def close(self) -> None:
-        """Close resources and the executor this runner made."""
-        self.resources.close()
-        if self._own_executor:
-            self.executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[call-arg]
+        """Close long-term memory and resources, then shut the executor down (without
+        waiting for calls still running: a host closes when no run needs it any more)."""
+        try:
+            self.long_term_memory.close()
+            self.resources.close()
+        finally:
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def run(
         self,
@@ -356,7 +451,7 @@ class AgentRunner:
             event = queue.popleft()
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
-            actions = actions_by_event.get(event.event_type)
+            actions = actions_by_event.get(event.type)
             if not actions:
                 if not isinstance(event, OutputEvent):
                     self._warn_unheard(event)
@@ -383,17 +478,19 @@ class AgentRunner:
         return run.result
 
     def _warn_unheard(self, event: Event) -> None:
-        if event.event_type in self._unheard:
+        if event.type in self._unheard:
             return
-        self._unheard.add(event.event_type)
+        self._unheard.add(event.type)
         if isinstance(event, ErrorEvent):
             return  # logged where it was raised
         listened = sorted(self.plan.actions_by_event)
+        close = difflib.get_close_matches(event.type, listened, n=1)
         log.warning(
-            "no action listens to events of type %r (sent as %s); they are dropped. "
+            "no action listens to events of type %r (sent as %s); they are dropped.%s "
             "Listened types: %s",
-            event.event_type,
+            event.type,
             type(event).__name__,
+            f" Did you mean {close[0]!r}?" if close else "",
             listened,
         )
 
@@ -443,7 +540,7 @@ class AgentRunner:
                     key=_jsonable_key(run.key),
                     action=action.name,
                     failed_event_id=str(event.id),
-                    failed_event_type=event.event_type,
+                    failed_event_type=event.type,
                     error_type=type(exc).__name__,
                     error=str(exc),
                 )
@@ -464,6 +561,6 @@ def _as_action_error(exc: Exception, key: Any, action: ActionPlan, event: Event)
     if isinstance(exc, RuntimeFailure):
         return exc.with_location(**where)
     return ActionError(
-        f"action {action.name!r} failed on {event.event_type}: {type(exc).__name__}: {exc}",
+        f"action {action.name!r} failed on {event.type}: {type(exc).__name__}: {exc}",
         **where,
     )

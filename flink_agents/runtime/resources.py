@@ -6,7 +6,7 @@ import logging
 import threading
 from typing import Any
 
-from flink_agents.api.resource import Resource, ResourceDescriptor, ResourceType
+from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.errors import FlinkAgentsError, ResourceError
 from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_secrets
 
@@ -55,7 +55,7 @@ class ResourceCache:
                 "declare it on the agent or with env.add_resource"
             )
         try:
-            cls = ResourceDescriptor(provider.clazz).clazz
+            cls = provider.resource_class()
             secrets = self._plan.secrets
             if provider.serialized is not None:
                 resource = cls.model_validate(restore_secrets(provider.serialized, secrets))

@@ -13,8 +13,8 @@ Use it in tests of your agents (and we use it in ours)::
 Replies are strings (an assistant answer), :class:`ChatMessage` objects, or dicts in
 ``ChatMessage`` form (``tool_call`` builds one asking for a tool). ``respond`` names a
 function ``(messages, tools) -> reply`` as ``"package.module:function"`` (or the function
-itself; it is stored by reference). Because resources are created on the task side from the
-plan, all arguments must be JSON-like.
+itself: by name in the plan, or by value when the job script defines it). Because resources
+are created on the task side from the plan, all arguments must be JSON-like.
 
 Calls are counted per instance (``calls``), per ``name`` across instances in the process
 (``ScriptedChatModelConnection.call_counts``), and, for multi-process Flink jobs, by
@@ -105,6 +105,14 @@ class ScriptedChatModelConnection(BaseChatModelConnection):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _respond: Callable[..., Any] | None = PrivateAttr(default=None)
 
+    def __init__(self, **data: Any) -> None:
+        respond = data.get("respond")
+        super().__init__(**data)
+        if callable(respond):
+            # Keep the function itself: one of a job script reaches the workers by value
+            # (the plan pickles it), where its "module:function" name does not import.
+            self._respond = respond
+
     @field_validator("respond", mode="before")
     @classmethod
     def _function_to_path(cls, value: Any) -> Any:
@@ -178,6 +186,8 @@ class ScriptedChatModelConnection(BaseChatModelConnection):
 class ScriptedChatModelSetup(BaseChatModelSetup):
     """A setup for the scripted connection; ``extra`` options are passed through."""
 
+    # Optional here: the script decides; no model name needed.
+    model: str | None = None  # type: ignore[assignment]
     extra: dict[str, Any] = {}
 
     @property

@@ -29,6 +29,7 @@ def test_type_strings():
     assert CountEvent.EVENT_TYPE == "tests.runtime.agents.CountEvent"
     assert TypedEvent.EVENT_TYPE == "my_typed_event"
     assert Event(type="generic_thing").event_type == "generic_thing"
+    assert InputEvent(input=1).type == InputEvent(input=1).get_type() == "_input_event"
 
 
 def test_ids_are_unique_and_extra_fields_are_kept():
@@ -64,6 +65,9 @@ def test_json_round_trip_of_every_kind_matches_golden():
             model="m",
             messages=[ChatMessage(role=MessageRole.USER, content="hi", extra_args={"x": 1})],
         ),
+        ChatRequestEvent(
+            id=FIXED, model="m", messages=[ChatMessage()], prompt_args={"input": "a review"}
+        ),
         ChatResponseEvent(id=FIXED, request_id=FIXED, response=ChatMessage(content="yo")),
         ToolRequestEvent(
             id=FIXED,
@@ -76,6 +80,7 @@ def test_json_round_trip_of_every_kind_matches_golden():
         CountEvent(id=FIXED, n=4),
         TypedEvent(id=FIXED, text="t"),
         Event(id=FIXED, type="unregistered_type", payload=[1]),
+        Event(id=FIXED, type="step2", attributes={"field1": "test", "field2": 42}),
     ]
     texts = [json.loads(e.to_json()) for e in events]
     if os.environ.get("UPDATE_GOLDEN"):

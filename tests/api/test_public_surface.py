@@ -23,6 +23,9 @@ PUBLIC = {
         "AgentExecutionOptions",
         "ConfigOption",
         "ErrorHandlingStrategy",
+        "ShortTermMemoryTtlUpdate",
+        "ShortTermMemoryTtlVisibility",
+        "register_options",
     },
     "flink_agents.api.decorators": {
         "ActionMarker",
@@ -40,6 +43,7 @@ PUBLIC = {
     "flink_agents.api.resource": {
         "Resource",
         "ResourceDescriptor",
+        "ResourceName",
         "ResourceType",
         "SerializableResource",
     },
@@ -49,7 +53,9 @@ PUBLIC = {
         "InputEvent",
         "OutputEvent",
         "event_class_for",
+        "registered_event_types",
     },
+    "flink_agents.api.events.event_type": {"EventType"},
     "flink_agents.api.events.chat_event": {"ChatRequestEvent", "ChatResponseEvent"},
     "flink_agents.api.events.tool_event": {"ToolRequestEvent", "ToolResponseEvent"},
     "flink_agents.api.events.context_retrieval_event": {
@@ -70,11 +76,19 @@ PUBLIC = {
     },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
+        "CollectionManageableVectorStore",
         "Document",
         "VectorStoreQuery",
+        "VectorStoreQueryMode",
         "VectorStoreQueryResult",
     },
-    "flink_agents.api.prompts.prompt": {"Prompt"},
+    "flink_agents.api.memory.long_term_memory": {
+        "BaseLongTermMemory",
+        "LongTermMemoryOptions",
+        "MemorySet",
+        "MemorySetItem",
+    },
+    "flink_agents.api.prompts.prompt": {"LocalPrompt", "Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
     "flink_agents.api.execution_environment": {"AgentBuilder", "AgentsExecutionEnvironment"},

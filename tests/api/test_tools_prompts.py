@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
-from flink_agents.api.prompts.prompt import Prompt
+from flink_agents.api.prompts.prompt import LocalPrompt, Prompt
 from flink_agents.api.tools.function_tool import FunctionTool
 from flink_agents.api.tools.tool import Tool, ToolType
 from flink_agents.errors import ToolArgumentError
@@ -89,4 +89,4 @@ def test_prompt_text_and_messages():
         (MessageRole.USER, "great"),
     ]
     assert msgs.format_string(thing="x", input="y") == "system: You rate x.\nuser: y"
-    assert Prompt.model_validate_json(msgs.model_dump_json()) == msgs
+    assert LocalPrompt.model_validate_json(msgs.model_dump_json()) == msgs

@@ -127,15 +127,15 @@ def test_invalid_plan_is_a_failure_listing_problems(tmp_path):
         "from flink_agents.api.agents.agent import Agent\n"
         "from flink_agents.api.decorators import action\n\n"
         "class Broken(Agent):\n"
-        "    @action('no_such_event_type')\n"
+        "    @action('_input_event')\n"
         "    @staticmethod\n"
-        "    def act(event, ctx):\n"
+        "    def act(event):\n"
         "        pass\n",
         encoding="utf-8",
     )
     proc = cli("plan", f"{module}:Broken")
     assert proc.returncode == 1
-    assert "no_such_event_type" in proc.stderr
+    assert "must take exactly two arguments" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -253,6 +253,62 @@ def test_run_react_example_dumps_pydantic_outputs(tmp_path):
         },
     }
     assert out[1]["output"]["order_id"] == "none"
+
+
+def test_run_many_batches_in_process_leaves_no_thread_behind(tmp_path, capsys, monkeypatch):
+    """In-process, so threads can be counted: the chat model calls of every batch go through
+    the event loop's default executor, which is the runner's one pool (not a pool per
+    batch), and `run` shuts it down at the end."""
+    import threading
+    import time
+
+    from flink_agents.cli import main
+
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counting_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    reviews = (REPO / "examples" / "data" / "reviews.jsonl").read_text(encoding="utf-8")
+    src = tmp_path / "in.jsonl"
+    src.write_text(reviews * 3, encoding="utf-8")
+    batches = len(reviews.splitlines()) * 3
+    dst = tmp_path / "out.jsonl"
+    before = set(threading.enumerate())
+    code = main(
+        [
+            "run",
+            f"{WORKFLOW}:ReviewAnalysisAgent",
+            "--resources",
+            f"{WORKFLOW}:model_resources:scripted",
+            "-i",
+            str(src),
+            "-o",
+            str(dst),
+            "--key-field",
+            "id",
+            "--batch-size",
+            "1",
+            "--no-progress",
+            "--config",
+            "num-async-threads=2",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert len(read_jsonl(dst)) == batches
+    # tqdm's monitor is one daemon thread per process, started by the first progress bar.
+    ours = [name for name in started if name != "tqdm_monitor"]
+    assert len(ours) <= 2, f"{len(ours)} threads started for {batches} batches: {ours}"
+    deadline = time.monotonic() + 5
+    new = set(threading.enumerate()) - before
+    left = {t for t in new if t.is_alive() and t.name != "tqdm_monitor"}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.01)
+        left = {t for t in left if t.is_alive()}
+    assert not left, f"threads left after {batches} batches: {sorted(t.name for t in left)}"
 
 
 def test_run_failure_exit_1_without_traceback_and_debug_shows_it(tmp_path):

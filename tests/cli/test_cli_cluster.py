@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from tests.cli.test_cli import REPO, cli
+from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_start_submit_status_stop(tmp_path):
@@ -55,3 +49,23 @@ def test_start_submit_status_stop(tmp_path):
     assert json.loads(stop.stdout)["running"] is False
     after = cli("cluster", "status", "--workdir", str(workdir))
     assert after.returncode == 0 and json.loads(after.stdout)["running"] is False
+
+
+def test_submit_a_one_file_job(tmp_path, standalone_cluster):
+    """A job script that defines its agent itself (``__main__``), submitted with ``flink run
+    -py`` to the session's shared cluster: its objects reach the TaskManager by value."""
+    from tests.flink.test_one_file_jobs import EXPECTED, JOB, read_outputs
+
+    output = tmp_path / "out.jsonl"
+    job = cli(
+        "submit",
+        str(JOB),
+        str(output),
+        "--cluster",
+        str(standalone_cluster),
+        cwd=tmp_path,
+        timeout=400,
+    )
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    assert "DONE 6" in job.stdout
+    assert read_outputs(output) == EXPECTED

@@ -148,15 +148,39 @@ def test_jvm_flags_cover_those_the_local_cluster_module_uses(flink_conf):
 # -- Dockerfile ------------------------------------------------------------------------------
 
 
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's instructions split by FROM (each stage starts with its FROM)."""
+    out: list[list[tuple[str, str]]] = []
+    for step in dockerfile_instructions():
+        if step[0] == "FROM":
+            out.append([])
+        if out:
+            out[-1].append(step)
+    return out
+
+
+def test_dockerfile_builds_the_wheel_with_a_jdk():
+    """The first stage builds the wheel, which compiles the Java bridge jar (needs javac)."""
+    wheel, _image = stages()
+    assert wheel[0] == ("FROM", "python:3.11-slim-bookworm AS wheel")
+    runs = " ".join(args for word, args in wheel if word == "RUN")
+    assert "openjdk-17-jdk-headless" in runs
+    assert "pip wheel --no-cache-dir --no-deps -w /dist ." in runs
+    copied = {src for w, a in wheel if w == "COPY" for src in shlex.split(a)[:-1]}
+    # What setup.py needs to compile the jar into the wheel.
+    assert {"setup.py", "java-bridge", "flink_agents"} <= copied
+
+
 def test_dockerfile_installs_python_jdk_flink_and_the_package():
-    steps = dockerfile_instructions()
+    _wheel, steps = stages()
     assert steps[0] == ("FROM", "python:3.11-slim-bookworm")
     runs = " ".join(args for word, args in steps if word == "RUN")
     assert "openjdk-17-jre-headless" in runs
     args = dict(a.split("=", 1) for w, a in steps if w == "ARG")
     assert args["FLINK_VERSION"] == "2.3.0"
     assert 'pip install --no-cache-dir "apache-flink==${FLINK_VERSION}"' in runs
-    assert "pip install --no-cache-dir ." in runs
+    assert ("COPY", "--from=wheel /dist /tmp/dist") in steps
+    assert "pip install --no-cache-dir /tmp/dist/*.whl" in runs
     env = " ".join(a for w, a in steps if w == "ENV")
     for var in ("FLINK_HOME=", "FLINK_LIB_DIR=", "FLINK_CONF_DIR=/opt/flink-agents/conf"):
         assert var in env
@@ -168,14 +192,16 @@ def test_dockerfile_installs_python_jdk_flink_and_the_package():
 def test_dockerfile_copies_existing_paths_and_ignores_the_venv():
     steps = dockerfile_instructions()
     for word, args in steps:
-        if word == "COPY":
+        if word == "COPY" and not args.startswith("--from="):
             *sources, _target = shlex.split(args)
             for source in sources:
                 assert (REPO / source).exists(), f"COPY {source}: missing in the context"
     ignored = (DOCKER / "Dockerfile.dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored
-    copied = [shlex.split(a)[0] for w, a in steps if w == "COPY"]
+    copied = [shlex.split(a)[0] for w, a in steps if w == "COPY" and not a.startswith("--from=")]
     assert not any(c in ignored for c in copied)
+    # A jar built locally must not reach the image: the wheel stage compiles its own.
+    assert "flink_agents/runtime/java/lib/*.jar" in ignored
 
 
 def test_entrypoint_usage_and_passthrough(tmp_path):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,16 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.ports import free_port
+
 pytestmark = pytest.mark.flink
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 REPO = DOCKER.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def flink_home() -> Path:

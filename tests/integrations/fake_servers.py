@@ -139,15 +139,6 @@ class ScriptedServer:
         self._httpd.server_close()
 
 
-def free_port() -> int:
-    """A port nobody listens on (bound, then released)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # --- provider reply builders -------------------------------------------------------------
 
 

@@ -14,7 +14,8 @@ from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.errors import ModelCallError
 from tests.integrations import agents
 from tests.integrations.agents import PROVIDERS, ChatAgent, Provider
-from tests.integrations.fake_servers import Reply, ScriptedServer, free_port
+from tests.integrations.fake_servers import Reply, ScriptedServer
+from tests.ports import free_port
 
 USER = [ChatMessage(role=MessageRole.USER, content="hello")]
 

@@ -153,28 +153,28 @@ def _store(**kw):
 
 def test_in_memory_store_ranks_filters_and_deletes():
     store, _ = _store()
-    ids = store.add_embedded(
-        [
+    ids = store._add_embedding(
+        documents=[
             Document(content="x", embedding=[1.0, 0.0, 0.0], metadata={"lang": "en"}, id="x"),
             Document(content="y", embedding=[0.0, 2.0, 0.0], metadata={"lang": "de"}),
             Document(content="xy", embedding=[1.0, 1.0, 0.0], metadata={"lang": "en"}, id="xy"),
         ]
     )
     assert ids[0] == "x" and ids[2] == "xy" and len(ids[1]) == 32
-    found = store.query_embedding([1.0, 0.1, 0.0], limit=2)
+    found = store._query_embedding([1.0, 0.1, 0.0], limit=2)
     assert [d.id for d in found] == ["x", "xy"]
     assert found[0].score == pytest.approx(1 / math.sqrt(1.01))
-    assert [d.content for d in store.query_embedding([0.0, 1.0, 0.0], filters={"lang": "en"})] == [
+    assert [d.content for d in store._query_embedding([0.0, 1.0, 0.0], filters={"lang": "en"})] == [
         "xy",
         "x",
     ]
     store.delete(["x"])
-    assert [d.id for d in store.query_embedding([1.0, 0.0, 0.0])][0] == "xy"
-    assert len(store) == 2
+    assert [d.id for d in store._query_embedding([1.0, 0.0, 0.0])][0] == "xy"
+    assert len(store.get(limit=None)) == 2
     with pytest.raises(ValueError, match="3-dimensional"):
-        store.query_embedding([1.0, 0.0])
+        store._query_embedding([1.0, 0.0])
     with pytest.raises(ValueError, match="3-dimensional"):
-        store.add_embedded([Document(content="bad", embedding=[1.0])])
+        store._add_embedding(documents=[Document(content="bad", embedding=[1.0])])
 
 
 def test_in_memory_store_preloads_documents_lazily():
@@ -189,7 +189,7 @@ def test_in_memory_store_preloads_documents_lazily():
     )
     assert [d.metadata["t"] for d in result.documents] == ["ckpt"]
     assert ("embedder", ResourceType.EMBEDDING_MODEL) in calls
-    store.add_documents([Document(content="Late events and watermarks", metadata={"t": "late"})])
+    store.add([Document(content="Late events and watermarks", metadata={"t": "late"})])
     found = store.query(
         VectorStoreQuery(query_text="watermarks for late events", limit=3)
     ).documents

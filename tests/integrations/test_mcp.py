@@ -27,7 +27,8 @@ from flink_agents.plan.agent_plan import AgentPlan
 from tests.integrations import agents
 from tests.integrations import fake_servers as fs
 from tests.integrations.agents import FAST, ChatAgent
-from tests.integrations.fake_servers import Reply, ScriptedServer, free_port
+from tests.integrations.fake_servers import Reply, ScriptedServer
+from tests.ports import free_port
 
 ROOT = str(Path(__file__).resolve().parents[2])
 STDIO = {"command": sys.executable, "args": ["-m", "tests.integrations.mcp_server"], "cwd": ROOT}

@@ -14,7 +14,7 @@ from flink_agents.api.decorators import (
 from flink_agents.api.events.chat_event import ChatResponseEvent
 from flink_agents.api.events.event import InputEvent, OutputEvent
 from flink_agents.api.prompts.prompt import Prompt
-from flink_agents.api.resource import ResourceDescriptor
+from flink_agents.api.resource import ResourceDescriptor, ResourceName
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.testing import ScriptedChatModelConnection, ScriptedChatModelSetup
 
@@ -64,9 +64,9 @@ class GoldenAgent(Agent):
 class BrokenAgent(Agent):
     """Has one of each problem the compiler must report."""
 
-    @action("no_such_event")
+    @action("no_such_event")  # legal: a unified event type no class declares
     @staticmethod
-    def unknown_event(event, ctx):
+    def classless_event(event, ctx):
         pass
 
     @action(str)
@@ -85,6 +85,11 @@ class BrokenAgent(Agent):
         return ResourceDescriptor(
             clazz=ScriptedChatModelSetup, connection="missing_conn", tools=["missing_tool"]
         )
+
+    @chat_model_setup
+    @staticmethod
+    def no_model() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_SETUP, connection="x")
 
 
 def make_closure_agent() -> Agent:

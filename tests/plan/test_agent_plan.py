@@ -88,8 +88,9 @@ def test_validation_collects_every_problem_with_hints():
     problems = info.value.problems
     text = "\n".join(problems)
     assert len(problems) == 5, text
-    assert "unknown event type 'no_such_event'" in text and "EVENT_TYPE" in text
-    assert "neither an Event subclass nor an event type string" in text
+    assert "no_such_event" not in text  # a unified event type: legal
+    assert "neither an Event subclass nor a non-empty event type string" in text
+    assert "OllamaChatModelSetup needs 'model'; add model=... to its ResourceDescriptor" in text
     assert "must take exactly two arguments (event, ctx)" in text
     assert "chat_model_connection 'missing_conn'" in text
     assert "tool 'missing_tool'" in text
@@ -132,3 +133,47 @@ def test_reserved_and_missing_resource_types():
     text = str(info.value)
     assert "reserved for a built-in action" in text
     assert "only tools can be given as functions" in text
+
+
+def test_types_no_class_declares_compile_and_a_near_typo_is_a_warning(caplog):
+    agent = Agent()
+    agent.add_action("step2", ["step2"], plan_agents.GoldenAgent.start)
+    agent.add_action("typo", ["_input_evnt"], plan_agents.GoldenAgent.start)
+    with caplog.at_level("INFO", logger="flink_agents.plan.agent_plan"):
+        plan = AgentPlan.from_agent(agent)
+    assert plan.actions_by_event["step2"] == ["step2"]
+    assert plan.actions_by_event["_input_evnt"] == ["typo"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert "'_input_evnt'" in warnings[0] and "close to '_input_event'" in warnings[0]
+    infos = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert any("'_input_evnt', 'step2'" in m for m in infos)
+
+
+def test_chat_model_setup_without_model_fails_at_compile_and_at_creation():
+    from flink_agents.api.resource import ResourceName
+    from flink_agents.integrations.chat_models.ollama_chat_model import OllamaChatModelSetup
+
+    agent = Agent()
+    agent.add_resource(
+        "m", ResourceType.CHAT_MODEL, ResourceDescriptor(clazz=OllamaChatModelSetup, connection="c")
+    )
+    agent.add_resource(
+        "c",
+        ResourceType.CHAT_MODEL_CONNECTION,
+        ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_CONNECTION),
+    )
+    with pytest.raises(PlanValidationError, match="needs 'model'"):
+        AgentPlan.from_agent(agent)
+    with pytest.raises(ValueError, match="model"):
+        OllamaChatModelSetup(connection="c")
+    with pytest.raises(ValueError, match="needs a model name"):
+        OllamaChatModelSetup(connection="c", model="  ")
+    # Setups whose connection decides the model, and ones with a default, need none.
+    from flink_agents.integrations.chat_models.openai.openai_chat_model import (
+        OpenAIChatModelSetup,
+    )
+    from flink_agents.testing import ScriptedChatModelSetup
+
+    assert OpenAIChatModelSetup(connection="c").model == "gpt-4o-mini"
+    assert ScriptedChatModelSetup(connection="c").model is None

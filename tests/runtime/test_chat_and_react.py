@@ -197,9 +197,21 @@ def test_prompt_is_applied_by_the_chat_model_setup():
             ]
         ),
     )
-    messages = setup.prepare_messages([ChatMessage(extra_args={"input": json.dumps({"a": 1})})])
+    messages = setup.prepare_messages([ChatMessage()], {"input": json.dumps({"a": 1})})
     captured.append(messages)
     assert [m.content for m in messages] == ["be brief", 'review: {"a": 1} {missing}']
+
+
+def test_message_extra_args_do_not_fill_the_prompt_and_a_hint_is_logged(caplog):
+    """As in Apache Flink Agents 0.3: only prompt_args fill the template; extra_args named
+    like a placeholder get a one-time warning that says how to migrate."""
+    setup = ScriptedChatModelSetup(connection="c", prompt=Prompt.from_text("review: {input}"))
+    with caplog.at_level("WARNING"):
+        first = setup.prepare_messages([ChatMessage(extra_args={"input": "x"})])
+        setup.prepare_messages([ChatMessage(extra_args={"input": "y"})])
+    assert [m.content for m in first] == ["review: {input}"]
+    hints = [r for r in caplog.records if "prompt_args" in r.getMessage()]
+    assert len(hints) == 1 and "'input'" in hints[0].getMessage()
 
 
 def test_tool_is_found_by_the_name_the_model_saw():

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from flink_agents.api._function import load_by_value, pickle_by_value
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.core_options import ErrorHandlingStrategy
@@ -71,11 +72,15 @@ def _schema_spec(output_schema: Any) -> dict[str, Any] | None:
     if output_schema is None:
         return None
     if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
-        return {
+        spec = {
             "kind": "pydantic",
             "class": f"{output_schema.__module__}.{output_schema.__qualname__}",
             "json_schema": output_schema.model_json_schema(),
         }
+        pickled = pickle_by_value(output_schema)  # a class of the job script travels by value
+        if pickled is not None:
+            spec["pickled"] = pickled
+        return spec
     if hasattr(output_schema, "get_field_names") and hasattr(output_schema, "get_field_types"):
         names = list(output_schema.get_field_names())
         types = [_row_field_type(t) for t in output_schema.get_field_types()]
@@ -129,7 +134,10 @@ def parse_output(content: str, schema: dict[str, Any]) -> Any:
     if not isinstance(data, dict):
         raise ValueError(f"the reply is JSON {type(data).__name__}, not an object")
     if schema["kind"] == "pydantic":
-        cls = ResourceDescriptor(schema["class"]).clazz
+        if schema.get("pickled"):
+            cls = load_by_value(schema["pickled"])
+        else:
+            cls = ResourceDescriptor(schema["class"]).clazz
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -9,14 +9,19 @@ tools by name.
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pydantic import PrivateAttr, field_validator
 
 from flink_agents.api.chat_message import ChatMessage
 from flink_agents.api.prompts.prompt import Prompt
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.tools.tool import Tool
+
+log = logging.getLogger(__name__)
 
 
 class BaseChatModelConnection(Resource, ABC):
@@ -55,16 +60,28 @@ class BaseChatModelSetup(Resource, ABC):
 
     Attributes:
         connection: name of the chat model connection resource.
-        model: the model name (provider specific).
+        model: the model name (provider specific); required, as in Apache Flink Agents
+            (setups whose connection fixes the model declare it optional).
         prompt: a :class:`Prompt` or the name of a prompt resource; its placeholders are
-            filled from the request messages' ``extra_args``.
+            filled from the request's ``prompt_args`` (``ChatRequestEvent(prompt_args=...)``);
+            message ``extra_args`` are not used for filling.
         tools: names of tool resources (or MCP servers' tools) the model may call.
     """
 
     connection: str
-    model: str | None = None
+    model: str
     prompt: Prompt | str | None = None
     tools: list[str] | None = None
+
+    # Whether the extra_args hint was logged (once per setup instance).
+    _hinted: bool = PrivateAttr(default=False)
+
+    @field_validator("model", check_fields=False)
+    @classmethod
+    def _model_named(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(f"{cls.__name__} needs a model name: model='...' must not be empty")
+        return value
 
     @classmethod
     def resource_type(cls) -> ResourceType:
@@ -91,33 +108,63 @@ class BaseChatModelSetup(Resource, ABC):
             return prompt
         return self.prompt
 
-    def prepare_messages(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-        """Apply the prompt: its messages, filled from the request's ``extra_args``, come
-        first; request messages with content follow."""
+    def prepare_messages(
+        self,
+        messages: Sequence[ChatMessage],
+        prompt_args: Mapping[str, Any] | None = None,
+    ) -> list[ChatMessage]:
+        """Apply the prompt: its messages, filled from ``prompt_args``, come first; request
+        messages with content (or tool calls) follow."""
         prompt = self.get_prompt()
         if prompt is None:
             return list(messages)
-        variables: dict[str, Any] = {}
-        for m in messages:
-            variables.update(m.extra_args)
+        args = dict(prompt_args or {})
+        if not args:
+            self._hint_extra_args(prompt, messages)
         rest = [m for m in messages if m.content or m.tool_calls]
-        return prompt.format_messages(**variables) + rest
+        return prompt.format_messages(**args) + rest
 
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
-        """Ask the model (prompt applied, tools offered)."""
+    def _hint_extra_args(self, prompt: Prompt, messages: Sequence[ChatMessage]) -> None:
+        """Warn once when a placeholder stays unfilled although a message's ``extra_args``
+        has its name: that filled the prompt in Apache Flink Agents 0.2, not since 0.3."""
+        if self._hinted:
+            return
+        named = {k for m in messages for k in m.extra_args} & prompt.variables
+        if named:
+            self._hinted = True
+            log.warning(
+                "prompt of chat model setup %s has placeholders %s that no prompt_args fill; "
+                "message extra_args with these names are not used for filling (as in Apache "
+                "Flink Agents 0.3): send ChatRequestEvent(..., prompt_args={...})",
+                type(self).__name__,
+                sorted(named),
+            )
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        prompt_args: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """Ask the model (prompt applied and filled from ``prompt_args``, tools offered)."""
         return self.get_connection().chat(
-            self.prepare_messages(messages),
+            self.prepare_messages(messages, prompt_args),
             self.get_tools() or None,
             **{**self.model_kwargs, **kwargs},
         )
 
-    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        prompt_args: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
         """Asynchronous :meth:`chat`."""
         # Looking tools up may create resources (an MCP server connects and lists its
         # tools): do it off the event loop so other keys are not held up.
         tools = await asyncio.to_thread(self.get_tools) if self.tools else None
         return await self.get_connection().achat(
-            self.prepare_messages(messages),
+            self.prepare_messages(messages, prompt_args),
             tools or None,
             **{**self.model_kwargs, **kwargs},
         )

@@ -103,6 +103,9 @@ class JavaChatModelSetup(BaseChatModelSetup):
 
     model_config = ConfigDict(extra="allow")
 
+    # Optional here: a Java connection may fix the model itself.
+    model: str | None = None  # type: ignore[assignment]
+
     @property
     def model_kwargs(self) -> dict[str, Any]:
         options: dict[str, Any] = {"model": self.model} if self.model else {}

@@ -35,3 +35,13 @@ class ToolResponseEvent(Event):
     request_id: UUID
     responses: dict[str, Any]
     errors: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def success(self) -> dict[str, bool]:
+        """Whether each tool call succeeded, by tool call id (as upstream's ``success``)."""
+        return {call_id: call_id not in self.errors for call_id in self.responses}
+
+    @property
+    def error(self) -> dict[str, str]:
+        """Error messages of failed calls by tool call id (upstream's name for ``errors``)."""
+        return self.errors

@@ -220,15 +220,16 @@ class FlinkAgentBuilder(AgentBuilder):
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
         plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        # Objects of the job script travel by value; what could not be pickled stays a
+        # reference by name, which Flink's Python workers cannot import.
         main_refs = plan.main_module_references()
         if main_refs:
             from flink_agents.errors import PlanValidationError
 
             raise PlanValidationError(
                 [
-                    f"{ref} is defined in the __main__ script, which Flink's Python workers "
-                    "cannot import: move the agent into a module (or run the script with "
-                    "`python -m package.module`)"
+                    f"{ref}; Flink's Python workers cannot import the __main__ script: make "
+                    "it picklable (cloudpickle) or move it into a module"
                     for ref in main_refs
                 ]
             )
@@ -350,6 +351,9 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
                 "get_execution_environment(env) takes a pyflink StreamExecutionEnvironment, "
                 f"got {type(env).__name__}"
             )
+        # Flink's config.yaml first (its `agent:` section, as upstream reads it); values set
+        # on this environment afterwards win.
+        self.get_config().load_flink_conf_dir()
         for key, value in kwargs.items():
             self.get_config().set_str(key, value)
         internals.check_version()
@@ -404,6 +408,27 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self.configure_workers()
         return self._env.execute(job_name or "flink-agents")
 
+    # -- SQL (flink_agents.sql; the session is made on first use) -------------------------------
+    def execute_sql(self, statement: str) -> Any:
+        """Run a SQL statement: ours (``CREATE TOOL``, ``CREATE AGENT``, ``SHOW TOOLS``...)
+        or Flink's, with ``agent_run(...)`` calls running agents of the agent catalog."""
+        from flink_agents.runtime.flink.sql import sql_session
+
+        return sql_session(self).execute_sql(statement)
+
+    def sql_query(self, query: str) -> Any:
+        """The pyflink ``Table`` of a query (``agent_run(...)`` calls included)."""
+        from flink_agents.runtime.flink.sql import sql_session
+
+        return sql_session(self).sql_query(query)
+
+    @property
+    def catalog(self) -> Any:
+        """The agent catalog (tools, agents, connections) of :meth:`execute_sql`."""
+        from flink_agents.runtime.flink.sql import sql_session
+
+        return sql_session(self).catalog
+
     # -- worker setup ----------------------------------------------------------------------------
     def configure_workers(self) -> None:
         """Make the Python workers find this interpreter, its packages and the jars."""
@@ -434,25 +459,14 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         return str(agents_mode or conf.getString(EXECUTION_MODE, None) or "thread")
 
     def _python_paths(self) -> list[str]:
-        """This interpreter's package paths (thread mode does not read the venv's .pth
-        files, e.g. of an editable install), the project root and configured extras."""
-        import flink_agents
+        """The workers' Python path: the configured extras, then this interpreter's
+        (the rules: :func:`flink_agents._python_path.worker_python_path`)."""
+        from flink_agents._python_path import worker_python_path
 
         extra = self.get_config().get(PYTHONPATH) or []
         if isinstance(extra, str):
             extra = extra.split(os.pathsep)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(flink_agents.__file__)))
-        stdlib = os.path.realpath(os.path.dirname(os.__file__))
-        paths: list[str] = []
-        for path in [*extra, root, os.getcwd(), *sys.path]:
-            if not path or not os.path.isdir(path):
-                continue
-            real = os.path.abspath(path)
-            if os.path.realpath(real).startswith(stdlib) and "site-packages" not in real:
-                continue  # the interpreter brings its own standard library
-            if real not in paths:
-                paths.append(real)
-        return paths
+        return worker_python_path(extra)
 
     def _add_jars(self) -> None:
         if self._jars_added:

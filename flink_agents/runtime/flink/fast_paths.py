@@ -49,10 +49,11 @@ def _path(value: object) -> str | None:
 #: Agents-config key: a file that gets one JSON line per fast path and job
 #: (``{"job", "path", "engaged", "detail"}``), written on the TaskManagers.
 REPORT_FILE: ConfigOption[str | None] = ConfigOption(
-    "fast-paths.report-file",
-    None,
-    _path,
-    "Flink: a file on the TaskManagers where each job notes which fast paths engaged.",
+    key="fast-paths.report-file",
+    config_type=str,
+    default=None,
+    parse=_path,
+    description="Flink: a file on the TaskManagers where each job notes which fast paths engaged.",
 )
 
 _lock = threading.Lock()

@@ -19,7 +19,7 @@ from typing import Any
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.time_domain import TimeDomain
 
-from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import RunResult
 from flink_agents.runtime.flink import _pyflink_internals as internals
@@ -110,9 +110,15 @@ class AgentProcessFunction(KeyedProcessFunction):
 
         if java_resources(plan):
             init_java_bridge(slot.runner.resources)
+        ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
         state = KeyedState.open(
             runtime_context,
-            ttl=config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL),
+            ttl=ttl,
+            # ON_READ_AND_WRITE (upstream's default): a run of the key reads its memory,
+            # so the TTL starts again after every run, not only after a change.
+            ttl_on_read=bool(ttl)
+            and config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE)
+            is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE,
             keyless=self._keyless,
         )
         self._thread_mode = in_jvm()
@@ -443,6 +449,8 @@ class AgentProcessFunction(KeyedProcessFunction):
                 raise outcome
             if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
                 state.commit_memory(outcome.memory_updates, outcome.memory_deletes)
+            elif work.persist_memory and state.ttl_on_read:
+                state.touch_memory()
             if packed:
                 for output in outcome.outputs:
                     yield pack_output(item.ts, output)

@@ -12,6 +12,8 @@ import pickle
 import struct
 from typing import Any
 
+from flink_agents.api._function import dumps
+
 #: Timestamp code of an output emitted while its input is processed: Flink already gave it
 #: the input's timestamp (reading it would cost a call per record). ``Long.MIN_VALUE``.
 KEEP_TIMESTAMP = -(2**63)
@@ -26,7 +28,11 @@ _KEEP_HEAD = _CODE.pack(KEEP_TIMESTAMP)
 def pack_output(ts: int, output: Any) -> bytes:
     """``(timestamp code, output)`` as one byte string: the code as 8 bytes (big-endian),
     then the pickled output (``org.flinkagents.flink.CarriedTimestampOperator`` splits it)."""
-    return (_KEEP_HEAD if ts == KEEP_TIMESTAMP else _CODE.pack(ts)) + pickle.dumps(output)
+    head = _KEEP_HEAD if ts == KEEP_TIMESTAMP else _CODE.pack(ts)
+    try:
+        return head + pickle.dumps(output)
+    except pickle.PicklingError:  # an object of a job script's class (see dumps)
+        return head + dumps(output)
 
 
 def timestamp_code(ts: int | None) -> int:

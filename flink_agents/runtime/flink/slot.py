@@ -100,6 +100,9 @@ class KeyWork:
         self.live: dict[str, dict[str, DurableRecord]] = {}
         #: ``(input id, call id)`` pairs written to the durable ``MapState``.
         self.persisted: set[tuple[str, str]] = set()
+        #: Persisted pairs whose record in state was replaced by a newer one since (a call's
+        #: outcome after its pending marker): saved again.
+        self.stale: set[tuple[str, str]] = set()
         #: Pending processing-time timer of this key (None: none armed).
         self.timer_at: int | None = None
         #: Whether the inputs of this work are in the pending ``ListState``.
@@ -161,18 +164,34 @@ class KeyWork:
             return not self.running and not self.queue and not self.results
 
     def record(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
-        """``on_record`` callback of a run (loop thread)."""
+        """``on_record`` callback of a run (loop thread). A call's outcome may replace its
+        pending marker (a call with a reconciler), which must then be saved again."""
         with self.lock:
             self.live.setdefault(item_id, {})[call_id] = rec
+            if (item_id, call_id) in self.persisted:
+                self.stale.add((item_id, call_id))
+
+    def mark_persisted(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
+        """Note that ``rec`` was written to keyed state; if the run replaced it with a
+        newer record meanwhile, that one is still to be saved."""
+        pair = (item_id, call_id)
+        with self.lock:
+            self.persisted.add(pair)
+            if self.live.get(item_id, {}).get(call_id) is rec:
+                self.stale.discard(pair)
+            else:
+                self.stale.add(pair)
 
     def unpersisted(self) -> list[tuple[str, str, DurableRecord]]:
         """Durable records of runs still in progress that keyed state does not hold yet."""
         with self.lock:
+            if self.stale:
+                self.stale = {p for p in self.stale if p[0] in self.live}
             return [
                 (item_id, call_id, rec)
                 for item_id, calls in self.live.items()
                 for call_id, rec in calls.items()
-                if (item_id, call_id) not in self.persisted
+                if (item_id, call_id) not in self.persisted or (item_id, call_id) in self.stale
             ]
 
 

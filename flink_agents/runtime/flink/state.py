@@ -17,6 +17,7 @@ from typing import Any
 from pyflink.common.typeinfo import Types
 from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
+from flink_agents.api._function import dumps
 from flink_agents.runtime.core import DurableRecord
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.slot import Item, KeyWork
@@ -41,6 +42,8 @@ class KeyedState:
             the durable calls of runs not committed yet.
         touched: ``ValueState`` time of the last memory change (only with ``ttl``).
         ttl: seconds after the last change that a key's memory expires (None: never).
+        ttl_on_read: whether a run that reads the key's memory starts its TTL again
+            (``ON_READ_AND_WRITE``), not only a run that changes it.
         keys: the backend's current key (None: it could not be reached; no barrier hook).
         check_restored: whether a new input must look for inputs a restore left in
             ``pending`` (False when keyed state certainly holds none: one read less).
@@ -56,6 +59,7 @@ class KeyedState:
         durable: Any,
         touched: Any = None,
         ttl: float | None = None,
+        ttl_on_read: bool = False,
         keys: internals.StateKeys | None = None,
         check_restored: bool = True,
         memory_unused: bool = False,
@@ -65,6 +69,7 @@ class KeyedState:
         self.durable = durable
         self.touched = touched
         self.ttl = ttl
+        self.ttl_on_read = ttl_on_read
         self.keys = keys
         self.check_restored = check_restored
         self.memory_unused = memory_unused
@@ -76,7 +81,14 @@ class KeyedState:
         self.probe_problem: str | None = None
 
     @classmethod
-    def open(cls, runtime_context: Any, *, ttl: float | None, keyless: bool) -> KeyedState:
+    def open(
+        cls,
+        runtime_context: Any,
+        *,
+        ttl: float | None,
+        keyless: bool,
+        ttl_on_read: bool = False,
+    ) -> KeyedState:
         """The states of ``runtime_context`` (the function's ``open()``)."""
         pickled = Types.PICKLED_BYTE_ARRAY()
         state = cls(
@@ -97,6 +109,7 @@ class KeyedState:
                 else None
             ),
             ttl=ttl,
+            ttl_on_read=ttl_on_read,
             memory_unused=keyless,
         )
         try:
@@ -155,6 +168,12 @@ class KeyedState:
         if self.touched is not None:
             self.touched.update(time.time())
 
+    def touch_memory(self) -> None:
+        """Start the key's memory TTL again (a run read it; ``ttl_on_read``)."""
+        if self.touched is not None and not self.memory_unused:
+            self.use_key()
+            self.touched.update(time.time())
+
     # -- pending inputs -----------------------------------------------------------------------
     def add_pending(self, item: Item) -> None:
         """Keep ``item`` until its run is committed."""
@@ -188,10 +207,10 @@ class KeyedState:
         """Write ``records`` of ``work``'s key (the backend's current key)."""
         for item_id, call_id, rec in records:
             try:
-                self.durable.put(f"{item_id}/{call_id}", pickle.dumps(rec))
+                self.durable.put(f"{item_id}/{call_id}", dumps(rec))
             except Exception as exc:  # noqa: BLE001 - an unpicklable error result
                 log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
-            work.persisted.add((item_id, call_id))
+            work.mark_persisted(item_id, call_id, rec)
 
     def remove_durable(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Drop the key's records ``(input id, call id)``."""

@@ -24,7 +24,6 @@ from typing import Any
 
 from flink_agents.api._java import JAVA_MARKER
 from flink_agents.api.core_options import AgentConfiguration, AgentExecutionOptions
-from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.errors import PlanValidationError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.java.bridge import (
@@ -56,7 +55,8 @@ _KINDS = {"tool": "tool", "chat_model_connection": "chat_model"}
 def bridge_jars() -> list[str]:
     """Absolute paths of the bridge jar(s) shipped in this package (empty if not built).
 
-    Build them with ``make java`` (``java-bridge/build.sh``).
+    Building the package compiles it in (``setup.py`` runs ``java-bridge/build.py``);
+    ``make java`` rebuilds it in a checkout.
     """
     return sorted(str(p) for p in _LIB.glob("*.jar"))
 
@@ -94,7 +94,7 @@ def java_resources(plan: AgentPlan) -> list[tuple[str, str, str]]:
     for rtype, providers in plan.resource_providers.items():
         for name, provider in providers.items():
             try:
-                cls = ResourceDescriptor(provider.clazz).clazz
+                cls = provider.resource_class()
             except (ImportError, AttributeError, ValueError):
                 continue  # the plan compiler reports unimportable classes
             if getattr(cls, JAVA_MARKER, False):

@@ -1,54 +1,109 @@
-"""Runs a plan over a list of keyed inputs in one process.
+"""The local host: runs a plan over keyed inputs in one process.
 
-Inputs of one key run one after another in input order; different keys run concurrently on
-one asyncio loop (bounded by ``max-in-flight``), so keys waiting on a model do not hold up
-others. Short-term memory is a dict per key that persists across inputs and across
-:meth:`LocalRunner.run` calls of the same runner.
+A :class:`LocalRunner` is a session. Call :meth:`LocalRunner.run` batch after batch: every
+batch runs on the runner's one event loop with the runner's one thread pool, and each key's
+short-term memory persists across batches. :meth:`LocalRunner.close` (or leaving a ``with``
+block) cancels whatever a failed or interrupted batch left behind and closes the loop, the
+resources and the pool::
+
+    with LocalRunner(plan) as runner:
+        for batch in batches:                 # [(key, value), ...]
+            for result in runner.run(batch):  # RunResults, in input order
+                ...
+
+The thread pool is the :class:`~flink_agents.runtime.core.AgentRunner`'s (its only owner),
+installed as the loop's default executor so that ``asyncio.to_thread`` (used by resources)
+shares it with ``durable_execute_async``; nothing here makes a pool of its own.
+
+Within a batch, inputs of one key run one after another in input order; different keys run
+concurrently on the loop (bounded by ``max-in-flight``), so keys waiting on a model do not
+hold up others.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import math
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
 
-from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, RunResult
 
+T = TypeVar("T")
+
 
 class LocalRunner:
-    """The local host: stores memory in dicts, runs keys concurrently, keeps per-key order."""
+    """Stores memory in dicts, runs keys concurrently, keeps per-key order.
+
+    Args:
+        plan: the compiled agent.
+
+    Attributes:
+        runner: the execution core (owner of the resources and the thread pool).
+        memory: each key's short-term memory (flattened paths), kept across batches.
+    """
 
     def __init__(self, plan: AgentPlan) -> None:
         self.plan = plan
         self.runner = AgentRunner(plan)
         self.memory: dict[Any, dict[str, Any]] = {}
-        self._max_in_flight = plan.get_config().get(AgentExecutionOptions.MAX_IN_FLIGHT)
-        self._threads = plan.get_config().get(AgentExecutionOptions.NUM_ASYNC_THREADS)
-        self._ttl = plan.get_config().get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        config = plan.get_config()
+        self._max_in_flight = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
+        self._ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
+        # ON_READ_AND_WRITE (upstream's default): every run of the key restarts the TTL.
+        self._ttl_on_read = (
+            bool(self._ttl)
+            and config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_STATE_TTL_UPDATE_TYPE)
+            is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE
+        )
         self._touched: dict[Any, float] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
 
-    async def run_async(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
-        """Run ``(key, value)`` records; results come back in input order."""
-        records = list(records)
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def run(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
+        """Run one batch of ``(key, value)`` records to its end.
+
+        Call it again for the next batch: the same loop and thread pool are used, and
+        memory written by earlier batches is seen. Also works when called from inside a
+        running event loop (a notebook, an async test): the runner's loop then runs the batch
+        on a helper thread.
+
+        Args:
+            records: the batch's inputs, each ``(key, value)``.
+
+        Returns:
+            One result per record, in input order.
+
+        Raises:
+            RuntimeError: the runner is closed.
+            RuntimeFailure: an action failed and the strategy is FAIL (or RETRY ran out);
+                the batch's other runs are cancelled, the runner stays usable.
+        """
+        if self._closed:
+            raise RuntimeError("this LocalRunner is closed; make a new one")
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            # asyncio.to_thread goes to the loop's default executor: make it the runner's
+            # pool (sized by num-async-threads; asyncio's own default has cpu+4 threads).
+            self._loop.set_default_executor(self.runner.executor)
+        return _drive(self._loop, self._run_batch(list(records)))
+
+    async def _run_batch(self, records: list[tuple[Any, Any]]) -> list[RunResult]:
         by_key: dict[Any, list[int]] = {}
         for index, (key, _) in enumerate(records):
             by_key.setdefault(key, []).append(index)
         results: list[RunResult | None] = [None] * len(records)
         gate = asyncio.Semaphore(self._max_in_flight)
-        # asyncio.to_thread uses the loop's default executor: give it the configured size
-        # (the default is only cpu+4 threads). A pool of its own, because asyncio.run shuts
-        # the default executor down at the end.
-        asyncio.get_running_loop().set_default_executor(
-            concurrent.futures.ThreadPoolExecutor(
-                max_workers=self._threads, thread_name_prefix="flink-agents-local"
-            )
-        )
 
         async def run_key(key: Any, indexes: list[int]) -> None:
             for index in indexes:
@@ -58,45 +113,74 @@ class LocalRunner:
                     if result.memory_updates or result.memory_deletes:
                         self.memory[key] = result.applied_to(memory)
                         self._touched[key] = time.monotonic()
+                    elif self._ttl_on_read and key in self.memory:
+                        self._touched[key] = time.monotonic()
                     results[index] = result
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
         try:
             await asyncio.gather(*tasks)
         finally:
+            # A failed run ends the batch: the others are cancelled and awaited here, so no
+            # task of this batch is left on the loop to wake up in the next one.
             for t in tasks:
                 t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         return [r for r in results if r is not None]
 
     def _load(self, key: Any) -> dict[str, Any]:
-        """The key's memory; dropped first when ``short-term-memory.ttl`` has passed since
-        its last change (the same rule as the Flink host)."""
+        """The key's memory; dropped first when its TTL has passed since its last change
+        (or, with ON_READ_AND_WRITE, its last run): the same rule as the Flink host."""
         if self._ttl and time.monotonic() - self._touched.get(key, math.inf) > self._ttl:
             self.memory.pop(key, None)
             self._touched.pop(key, None)
         return self.memory.get(key, {})
 
-    def run(self, records: Iterable[tuple[Any, Any]]) -> list[RunResult]:
-        """Blocking :meth:`run_async` (works also when called inside a running loop)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run_async(records))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = asyncio.run(self.run_async(records))
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-                box["error"] = exc
-
-        thread = threading.Thread(target=target, name="flink-agents-local")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]  # type: ignore[no-any-return]
-
     def close(self) -> None:
-        """Close resources."""
-        self.runner.close()
+        """Cancel what an interrupted batch left running, then close the loop, the resources
+        and the thread pool. Calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        loop, self._loop = self._loop, None
+        try:
+            if loop is not None:
+                try:
+                    _drive(loop, _cancel_all())
+                    _drive(loop, loop.shutdown_asyncgens())
+                finally:  # also when a run re-raises the Ctrl-C that interrupted it
+                    loop.close()
+        finally:
+            self.runner.close()
+
+
+async def _cancel_all() -> None:
+    """Cancel every other task of the running loop and wait until they have ended."""
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _drive(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    """``loop.run_until_complete(coro)`` on this thread, or on a helper thread when this
+    thread already runs a loop (a thread cannot run two)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return loop.run_until_complete(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = loop.run_until_complete(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="flink-agents-local")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]

@@ -253,7 +253,7 @@ class AnthropicChatModelSetup(BaseChatModelSetup):
         additional_kwargs: further request fields (``top_k``, ``thinking``, ``tool_choice``...).
     """
 
-    model: str | None = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-5"
     max_tokens: int = 1024
     temperature: float | None = None
     additional_kwargs: dict[str, Any] = Field(default_factory=dict)

@@ -411,6 +411,8 @@ class LocalLlamaChatModelSetup(BaseChatModelSetup):
         seed: overrides the connection's seed.
     """
 
+    # Optional here: the connection's model file decides.
+    model: str | None = None  # type: ignore[assignment]
     temperature: float | None = Field(default=None, ge=0.0)
     max_tokens: int | None = Field(default=None, ge=1)
     seed: int | None = None

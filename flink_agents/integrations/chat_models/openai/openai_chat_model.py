@@ -244,7 +244,7 @@ class OpenAIChatModelSetup(BaseChatModelSetup):
             server-specific ones...).
     """
 
-    model: str | None = "gpt-4o-mini"
+    model: str = "gpt-4o-mini"
     temperature: float | None = None
     max_tokens: int | None = None
     structured_output: StructuredOutput = "json_schema"

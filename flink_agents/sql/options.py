@@ -1,0 +1,287 @@
+"""``WITH`` options of tools, agents and connections: which exist, what they must hold, and
+how secrets are kept out of what is shown.
+
+Every check raises :class:`~flink_agents.errors.ConfigurationError` naming the option and
+why it is wrong. Option keys whose name says they hold a secret (``api-key``, ``token``,
+``password``, ...) are shown as ``****`` by ``SHOW CREATE`` and ``DESC ... EXTENDED`` and are
+never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flink_agents.api.core_options import (
+    AgentConfigOptions,
+    AgentConfiguration,
+    AgentExecutionOptions,
+    ConfigOption,
+)
+from flink_agents.errors import ConfigurationError
+
+#: Shown instead of a secret value.
+MASK = "****"
+_SECRET_KEY = re.compile(
+    r"(api[-_.]?key|secret|password|passwd|token|credential|authorization)s?$", re.I
+)
+
+
+def is_secret(key: str) -> bool:
+    """Whether an option key names a secret (``api-key``, ``token``, ``password``, ...)."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def masked(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with secret values replaced by :data:`MASK`."""
+    return {k: (MASK if is_secret(k) else v) for k, v in options.items()}
+
+
+def duration_seconds(value: str, key: str) -> float:
+    """``'30s'``, ``'500 ms'``, ``'2min'``, ``'1h'`` or a plain number of seconds."""
+    match = re.fullmatch(
+        r"\s*(\d+(?:\.\d+)?)\s*(ms|milli|millis|s|sec|secs|second|seconds|min|mins|minute"
+        r"|minutes|h|hour|hours)?\s*",
+        value,
+        re.I,
+    )
+    if not match:
+        raise ConfigurationError(
+            f"option '{key}' = '{value}' is not a duration: use e.g. '30s', '500ms' or '2min'"
+        )
+    number, unit = float(match.group(1)), (match.group(2) or "s").lower()
+    scale = {"ms": 0.001, "milli": 0.001, "millis": 0.001, "min": 60.0, "mins": 60.0}
+    scale.update({"minute": 60.0, "minutes": 60.0, "h": 3600.0, "hour": 3600.0, "hours": 3600.0})
+    seconds = number * scale.get(unit, 1.0)
+    if seconds <= 0:
+        raise ConfigurationError(f"option '{key}' = '{value}' must be a positive duration")
+    return seconds
+
+
+def _integer(value: str, key: str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = minimum - 1
+    if number < minimum:
+        raise ConfigurationError(f"option '{key}' = '{value}' must be an integer >= {minimum}")
+    return number
+
+
+def _unknown(key: str, where: str, supported: list[str]) -> ConfigurationError:
+    return ConfigurationError(
+        f"unknown option '{key}' for {where}; supported: {', '.join(sorted(supported))}"
+    )
+
+
+# -- agents ------------------------------------------------------------------------------------
+
+#: The agents configuration keys an agent's options may set (``max-iterations``,
+#: ``error-handling-strategy``, ``max-in-flight``, ...).
+CONFIG_KEYS: dict[str, ConfigOption[Any]] = {
+    opt.key: opt
+    for holder in (AgentConfigOptions, AgentExecutionOptions)
+    for opt in vars(holder).values()
+    if isinstance(opt, ConfigOption)
+}
+#: Options of the SQL agent itself.
+MEMORY_TURNS = "memory-turns"
+DESCRIPTION = "description"
+_AGENT_KEYS = {MEMORY_TURNS: "10", DESCRIPTION: ""}
+_ALIASES = {"max_iterations": "max-iterations"}
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """What an agent's options (and an ``agent_run`` ``CONFIG``) say.
+
+    Attributes:
+        memory_turns: earlier exchanges of the same ``PARTITION BY`` key sent to the model
+            with each input (0: none).
+        config: agents configuration values (``max-iterations``, ``error-handling-strategy``...).
+    """
+
+    memory_turns: int
+    config: dict[str, Any]
+
+
+def agent_settings(*option_maps: Mapping[str, str]) -> AgentSettings:
+    """Check and combine agent options (later maps override earlier ones).
+
+    Raises:
+        ConfigurationError: an unknown key or a bad value.
+    """
+    merged: dict[str, str] = {}
+    for options in option_maps:
+        for key, value in options.items():
+            merged[_ALIASES.get(key, key)] = value
+    supported = [*_AGENT_KEYS, *CONFIG_KEYS]
+    config: dict[str, Any] = {}
+    for key, value in merged.items():
+        if key in _AGENT_KEYS:
+            continue
+        option = CONFIG_KEYS.get(key)
+        if option is None:
+            raise _unknown(key, "an agent", supported)
+        config[key] = option.coerce(value)  # a bad value: ConfigurationError naming it
+    turns = _integer(merged.get(MEMORY_TURNS, _AGENT_KEYS[MEMORY_TURNS]), MEMORY_TURNS, 0)
+    AgentConfiguration(config)  # every value once more through the configuration's own check
+    return AgentSettings(memory_turns=turns, config=config)
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+_FUNCTION_TOOL_KEYS = ("type", "description")
+_MCP_TOOL_KEYS = ("type", "allowed_tools", "read_timeout")
+
+
+def check_tool_options(tool_type: str, options: Mapping[str, str]) -> None:
+    """Check a tool's options (``function`` or ``mcp`` tool).
+
+    Raises:
+        ConfigurationError: an unknown key, a ``type`` that does not match the tool, or a
+            bad value.
+    """
+    keys = _FUNCTION_TOOL_KEYS if tool_type == "function" else _MCP_TOOL_KEYS
+    for key in options:
+        if key not in keys:
+            raise _unknown(key, f"a {tool_type} tool", list(keys))
+    declared = options.get("type", tool_type).lower()
+    if declared == "mcp_server":
+        declared = "mcp"
+    if declared != tool_type:
+        using = "USING FUNCTION" if tool_type == "function" else "USING CONNECTION"
+        raise ConfigurationError(
+            f"option 'type' = '{options['type']}' does not match the tool: a tool {using} is "
+            f"of type '{tool_type}'"
+        )
+    if "read_timeout" in options:
+        duration_seconds(options["read_timeout"], "read_timeout")
+
+
+def allowed_tools(options: Mapping[str, str]) -> list[str]:
+    """The ``allowed_tools`` option as a list (empty: all of the server's tools)."""
+    return [t.strip() for t in options.get("allowed_tools", "").split(",") if t.strip()]
+
+
+# -- connections ------------------------------------------------------------------------------
+
+#: Connection types: ``mcp`` (an MCP server for tools) and the model providers (a model's
+#: ``'connection'`` option takes endpoint and credentials from it).
+_MCP_KEYS = (
+    "type",
+    "endpoint",
+    "url",
+    "command",
+    "args",
+    "cwd",
+    "api-key",
+    "api-key-env",
+    "timeout",
+)
+
+
+def connection_type(options: Mapping[str, str]) -> str:
+    """The connection's ``type`` (``mcp`` for ``mcp_server`` too)."""
+    kind = options.get("type", "").strip().lower()
+    return "mcp" if kind == "mcp_server" else kind
+
+
+def check_connection_options(options: Mapping[str, str]) -> None:
+    """Check a connection's options.
+
+    Raises:
+        ConfigurationError: no or an unknown ``type``, an unknown key, or a bad value.
+    """
+    from flink_agents.sql.models import PROVIDERS, check_provider_options
+
+    kind = connection_type(options)
+    types = ["mcp", *PROVIDERS]
+    if not kind:
+        raise ConfigurationError(f"a connection needs a 'type' option: one of {', '.join(types)}")
+    if kind == "mcp":
+        for key in options:
+            if key not in _MCP_KEYS:
+                raise _unknown(key, "an mcp connection", list(_MCP_KEYS))
+        mcp_server_arguments(options, {})  # the endpoint / command checks
+        return
+    if kind not in PROVIDERS:
+        raise ConfigurationError(
+            f"option 'type' = '{options['type']}' is not a connection type; use one of "
+            f"{', '.join(types)}"
+        )
+    check_provider_options(kind, {k: v for k, v in options.items() if k != "type"}, "connection")
+
+
+def secret_from(options: Mapping[str, str], key: str, env_key: str) -> str | None:
+    """The secret of ``key``, or read from the environment variable named by ``env_key``.
+
+    Raises:
+        ConfigurationError: the variable named by ``env_key`` is not set.
+    """
+    import os
+
+    if options.get(key):
+        return options[key]
+    variable = options.get(env_key)
+    if variable:
+        value = os.environ.get(variable)
+        if not value:
+            raise ConfigurationError(
+                f"option '{env_key}' names the environment variable {variable}, which is not set"
+            )
+        return value
+    return None
+
+
+def mcp_server_arguments(
+    connection: Mapping[str, str], tool_options: Mapping[str, str]
+) -> dict[str, Any]:
+    """Arguments of :class:`~flink_agents.integrations.mcp.mcp.MCPServer` for an ``mcp``
+    connection and a tool's options (``read_timeout``).
+
+    Raises:
+        ConfigurationError: neither or both of ``endpoint`` and ``command``, or bad ``args``.
+    """
+    url = connection.get("endpoint") or connection.get("url")
+    command = connection.get("command")
+    if bool(url) == bool(command):
+        raise ConfigurationError(
+            "an mcp connection needs either 'endpoint' (an HTTP MCP server) or 'command' "
+            "(a server started over stdio), not both"
+        )
+    arguments: dict[str, Any] = {}
+    if url:
+        arguments["url"] = url
+        key = secret_from(connection, "api-key", "api-key-env")
+        if key:
+            arguments["headers"] = {"Authorization": f"Bearer {key}"}
+    else:
+        if connection.get("api-key") or connection.get("api-key-env"):
+            raise ConfigurationError(
+                "'api-key' is for an HTTP MCP server ('endpoint'); a server started over "
+                "stdio ('command') reads its secrets from its own environment"
+            )
+        arguments["command"] = command
+        raw = connection.get("args", "")
+        if raw.strip().startswith("["):
+            try:
+                args = json.loads(raw)
+            except ValueError as exc:
+                raise ConfigurationError(f"option 'args' is not a JSON list: {exc}") from None
+            if not isinstance(args, list):
+                raise ConfigurationError("option 'args' must be a JSON list of strings")
+        else:
+            args = shlex.split(raw)
+        arguments["args"] = [str(a) for a in args]
+        if connection.get("cwd"):
+            arguments["cwd"] = connection["cwd"]
+    timeout = tool_options.get("read_timeout") or connection.get("timeout")
+    if timeout:
+        key = "read_timeout" if tool_options.get("read_timeout") else "timeout"
+        arguments["timeout"] = duration_seconds(timeout, key)
+    return arguments
