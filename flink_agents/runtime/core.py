@@ -1,11 +1,9 @@
 """The run loop: one input in, events through actions, outputs and memory changes out.
 
-This is the one execution core. Hosts (the local runner, the Flink ProcessFunction) only
-load state, call :meth:`AgentRunner.run`, commit the :class:`RunResult` and emit outputs.
-
-A run is a coroutine. It works against a snapshot of the key's short-term memory and a
-durable call log; it never touches host state, so the Flink host can run it on a worker
-event loop while the operator thread goes on with other keys.
+This is the one execution core: hosts (the local runner, the Flink function) load state, call
+:meth:`AgentRunner.run`, commit the :class:`RunResult` and emit outputs. A run is a coroutine
+against a snapshot of the key's memory and durable call log and never touches host state, so
+the Flink host runs it off the operator thread. See docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -80,7 +78,6 @@ class RunResult:
         memory_deletes: short-term memory paths removed.
         durable_records: durable calls completed in this run, by call id.
         errors: error events of failures the IGNORE strategy let pass.
-        events: number of events processed.
     """
 
     key: Any
@@ -89,7 +86,6 @@ class RunResult:
     memory_deletes: list[str] = field(default_factory=list)
     durable_records: dict[str, DurableRecord] = field(default_factory=dict)
     errors: list[ErrorEvent] = field(default_factory=list)
-    events: int = 0
 
     def applied_to(self, memory: dict[str, Any]) -> dict[str, Any]:
         """``memory`` (flattened) after this run's changes: a new dict, or ``memory``
@@ -453,7 +449,6 @@ class AgentRunner:
         actions_by_event = self._actions_by_event
         while queue:
             event = queue.popleft()
-            result.events += 1
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
             actions = actions_by_event.get(event.type)

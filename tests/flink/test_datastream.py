@@ -4,6 +4,7 @@ mode for all the job's Python operators."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable
@@ -14,6 +15,7 @@ from pyflink.common import Duration, Time, Types, WatermarkStrategy
 from pyflink.datastream.functions import ProcessWindowFunction
 from pyflink.datastream.window import TumblingEventTimeWindows
 
+from flink_agents.runtime.flink import fast_paths
 from tests.flink import agents
 from tests.flink.harness import (
     MODE,
@@ -35,9 +37,12 @@ def _by_key(outputs: list[dict]) -> dict[str, list[dict]]:
     return dict(grouped)
 
 
-def test_keyed_outputs_equal_local_environment() -> None:
+def test_keyed_outputs_equal_local_environment_with_every_fast_path(tmp_path) -> None:
+    """Also: every fast path of the mode engaged (with the bridge jar), so a PyFlink upgrade
+    that breaks one fails here instead of silently costing throughput."""
     records = [{"key": f"k{k}", "i": i} for i in range(6) for k in range(5)]
-    env, agents_env = make_env()
+    report = tmp_path / "fast-paths.jsonl"
+    env, agents_env = make_env(**{"fast-paths.report-file": str(report)})
     out = (
         agents_env.from_datastream(source(env, records), key_selector=lambda r: r["key"])
         .apply(agents.memory_agent())
@@ -48,6 +53,9 @@ def test_keyed_outputs_equal_local_environment() -> None:
     assert len(flink) == len(records)
     # Across keys the interleaving may differ; per key the sequence is identical.
     assert _by_key(flink) == _by_key(local)
+    notes = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [n for n in notes if not n["engaged"]] == []
+    assert {n["path"] for n in notes} == fast_paths.EXPECTED[MODE]
 
 
 def test_keyless_outputs_equal_local_environment_and_memory_is_per_record() -> None:

@@ -55,6 +55,18 @@ def test_java_self_test_against_the_shipped_jar(tmp_path: Path) -> None:
     assert "checks passed" in run.stdout
 
 
+def test_flink_operators_and_python_entry_points_speak_one_contract() -> None:
+    from flink_agents.runtime.flink.entry import CONTRACT_VERSION
+
+    run = subprocess.run(
+        ["java", "-cp", bridge_jars()[0], "org.flinkagents.flink.Contract"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == CONTRACT_VERSION, "change both versions together"
+
+
 def test_agent_with_java_resources_compiles_without_a_jvm() -> None:
     plan = AgentPlan.from_agent(agents.java_agent())
     found = java_resources(plan)

@@ -13,61 +13,38 @@ import pytest
 
 pytest.importorskip("pyflink")
 
+from flink_agents.errors import JavaBridgeError  # noqa: E402
 from flink_agents.runtime.core import DurableRecord  # noqa: E402
+from flink_agents.runtime.flink import entry  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
 from flink_agents.runtime.flink.slot import Item, KeyWork  # noqa: E402
+from flink_agents.runtime.flink.state import KeyedState  # noqa: E402
+from tests.fakes import (  # noqa: E402
+    FakeJavaBackend,
+    FakeMapState,
+    FakePythonBackend,
+    FakeRuntimeContext,
+    install_void_namespace,
+)
 
 
-class _Backend:
-    """The Java keyed state backend as the function sees it (pemja proxies in a job)."""
-
-    def __init__(self) -> None:
-        self.key: Any = "current"
-        self.switches: list[Any] = []
-
-    def getCurrentKey(self) -> Any:  # noqa: N802 - Java name
-        return self.key
-
-    def setCurrentKey(self, key: Any) -> None:  # noqa: N802 - Java name
-        self.switches.append(key)
-        self.key = key
+@pytest.fixture(autouse=True)
+def _void_namespace(monkeypatch) -> None:
+    install_void_namespace(monkeypatch)
 
 
-class _PythonBackend(_Backend):
-    """PyFlink's process-mode keyed state backend."""
-
-    def get_current_key(self) -> Any:
-        return self.key
-
-    def set_current_key(self, key: Any) -> None:
-        self.setCurrentKey(key)
-
-
-class _MapState:
-    """A keyed ``MapState``: one dict per current key of ``backend``."""
-
-    def __init__(self, backend: _Backend) -> None:
-        self.backend = backend
-        self.by_key: dict[Any, dict[str, bytes]] = {}
-
-    def put(self, name: str, value: bytes) -> None:
-        self.by_key.setdefault(self.backend.key, {})[name] = value
-
-
-class _Slot:
-    def __init__(self) -> None:
-        self.stats: dict[str, int] = {}
-
-
-def _function(java: bool = True) -> tuple[fn.AgentProcessFunction, _Backend, _MapState]:
+def _function(
+    java: bool = True,
+) -> tuple[fn.AgentProcessFunction, FakeJavaBackend | FakePythonBackend, FakeMapState]:
     function = fn.AgentProcessFunction("{}", {})
-    backend = _Backend() if java else _PythonBackend()
-    durable = _MapState(backend)
-    function.slot = _Slot()  # type: ignore[assignment]
-    function._key_backend, function._java_keys = backend, java
-    function.durable = durable
+    backend = FakeJavaBackend() if java else FakePythonBackend()
+    state = KeyedState.open(FakeRuntimeContext(backend), ttl=None, keyless=False)
+    function.bind(state)
+    # Process mode: bound at once (a barrier timer may come); thread mode: when the
+    # operator claims the hook.
+    assert function.barrier_hook is not java
     function.barrier_hook = True
-    return function, backend, durable
+    return function, backend, state.durable
 
 
 def _work(key: str, state_key: Any) -> KeyWork:
@@ -90,7 +67,7 @@ def test_records_are_saved_under_their_keys_and_the_key_is_put_back(java: bool) 
     if java:
         function.before_barrier(7)
     else:  # the process-mode operator's barrier timer
-        assert list(function.on_timer(fn.BARRIER_TIMER, None)) == []  # type: ignore[arg-type]
+        assert list(function.on_timer(entry.BARRIER_TIMER, None)) == []  # type: ignore[arg-type]
 
     assert {k: sorted(v) for k, v in durable.by_key.items()} == {
         "ja": ["i1/1", "i1/2"],
@@ -111,25 +88,21 @@ def test_records_are_saved_under_their_keys_and_the_key_is_put_back(java: bool) 
         "i1/2",
         "i3/1",
     ]
-    assert function.slot.stats["barrier_saves"] == 4  # type: ignore[union-attr]
+    assert sum(len(records) for records in durable.by_key.values()) == 4
 
 
 def test_the_hook_binds_the_function_opened_on_its_thread_and_logs_errors(caplog) -> None:
     function, backend, _ = _function()
     function.barrier_hook = False
-    with fn._UNCLAIMED_LOCK:
-        fn._UNCLAIMED[threading.get_ident()] = function
-    hook = fn.claim_barrier_hook()
-    assert function.barrier_hook and threading.get_ident() not in fn._UNCLAIMED
+    entry.offer(function)
+    hook = entry.claim_barrier_hook(entry.CONTRACT_VERSION)
+    assert function.barrier_hook and threading.get_ident() not in entry._UNCLAIMED
 
     work = _work("a", "ja")
     work.record("i1", "1", DurableRecord("f", result=1))
     function._active = {"a": work}
 
-    def broken(key: Any) -> None:
-        raise RuntimeError("backend gone")
-
-    backend.setCurrentKey = broken  # type: ignore[method-assign]
+    backend.broken = True  # type: ignore[union-attr]
     with caplog.at_level(logging.DEBUG, logger="flink_agents.runtime.flink"):
         hook.before_barrier(1)  # logged, not raised: the checkpoint goes on
         hook.before_barrier(2)
@@ -139,5 +112,19 @@ def test_the_hook_binds_the_function_opened_on_its_thread_and_logs_errors(caplog
 
     # No function opened on this thread (e.g. not ours): a hook that does nothing.
     with caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"):
-        fn.claim_barrier_hook().before_barrier(3)
+        entry.claim_barrier_hook(entry.CONTRACT_VERSION).before_barrier(3)
     assert any("no barrier hook" in r.getMessage() for r in caplog.records)
+
+
+def test_an_operator_of_another_contract_version_is_refused(caplog) -> None:
+    function, _, _ = _function()
+    function.barrier_hook = False
+    entry.offer(function)
+    with (
+        caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"),
+        pytest.raises(JavaBridgeError, match=r"speaks contract 0, this package 1: rebuild"),
+    ):
+        entry.claim_barrier_hook("0")
+    assert not function.barrier_hook
+    warned = {r.getMessage().split(":")[0] for r in caplog.records}
+    assert warned == {"fast path barrier-hook not engaged", "fast path lean-operation not engaged"}

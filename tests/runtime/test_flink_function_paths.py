@@ -1,12 +1,12 @@
 """The Flink function's per-record shortcuts without a cluster: packed outputs, the check
-for keyed state that may hold entries (memory, pending inputs) and the commit of a run that
-finished without waiting."""
+for keyed state that may hold entries (memory, pending inputs), the commit of a run that
+finished without waiting, the lean operation and batches."""
 
 from __future__ import annotations
 
+import logging
 import pickle
 import struct
-import sys
 import types
 from typing import Any
 
@@ -15,127 +15,119 @@ import pytest
 pytest.importorskip("pyflink")
 
 from flink_agents.runtime.core import RunResult  # noqa: E402
+from flink_agents.runtime.flink import entry  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
+from flink_agents.runtime.flink.output import (  # noqa: E402
+    KEEP_TIMESTAMP,
+    NO_TIMESTAMP,
+    pack_output,
+)
 from flink_agents.runtime.flink.slot import Item, KeyWork  # noqa: E402
+from flink_agents.runtime.flink.state import MEMORY, PENDING, KeyedState  # noqa: E402
+from tests.fakes import (  # noqa: E402
+    FakeJavaBackend,
+    FakeListState,
+    FakeMapState,
+    FakePythonBackend,
+    FakeRuntimeContext,
+    install_void_namespace,
+)
 
 
-@pytest.mark.parametrize("code", [fn.KEEP_TIMESTAMP, fn.NO_TIMESTAMP, 0, 1_700_000_000_123, -5])
+@pytest.mark.parametrize("code", [KEEP_TIMESTAMP, NO_TIMESTAMP, 0, 1_700_000_000_123, -5])
 def test_packed_output_is_the_code_as_8_big_endian_bytes_then_the_pickle(code: int) -> None:
     output = {"answer": [1, 2.5, "x"], "nested": {"k": None}}
-    packed = fn.pack_output(code, output)
+    packed = pack_output(code, output)
     # What org.flinkagents.flink.CarriedTimestampOperator reads: a signed big-endian long.
     assert struct.unpack(">q", packed[:8])[0] == code
     assert pickle.loads(packed[8:]) == output
 
 
-class _Keys:
-    def __init__(self, present: bool) -> None:
-        self.present = present
-        self.closed = False
-
-    def findAny(self) -> Any:  # noqa: N802 - Java name
-        present = self.present
-
-        class _Optional:
-            def isPresent(self) -> bool:  # noqa: N802 - Java name
-                return present
-
-        return _Optional()
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class _Backend:
-    def __init__(self, keys: dict[str, bool], fail: bool = False) -> None:
-        self.keys = keys
-        self.fail = fail
-        self.streams: list[_Keys] = []
-
-    def getKeys(self, name: str, namespace: Any) -> _Keys:  # noqa: N802 - Java name
-        if self.fail:
-            raise RuntimeError("PyFlink changed")
-        stream = _Keys(self.keys.get(name, False))
-        self.streams.append(stream)
-        return stream
-
-
 def test_state_may_hold_asks_the_java_backend_and_answers_true_when_it_cannot(
     monkeypatch,
 ) -> None:
-    # PyFlink's embedded state module needs the JVM (pemja); the function takes only the
-    # void namespace from it.
-    embedded = types.ModuleType("pyflink.fn_execution.embedded.state_impl")
-    embedded.JVoidNamespace_INSTANCE = object()  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, embedded.__name__, embedded)
-    backend = _Backend({"fa-memory": True})
-    assert fn._may_hold(backend, "fa-memory") is True
-    assert fn._may_hold(backend, "fa-pending") is False
+    install_void_namespace(monkeypatch)
+    backend = FakeJavaBackend(with_keys={MEMORY})
+    state = KeyedState.open(FakeRuntimeContext(backend), ttl=None, keyless=False)
+    # Memory may be there: read it; no pending inputs of a restore: skip that read.
+    assert state.memory_unused is False and state.check_restored is False
+    assert state.probe_problem is None
     assert all(stream.closed for stream in backend.streams)
     # Process mode has no Java backend; a failing backend means "maybe": read per record.
-    assert fn._may_hold(None, "fa-memory") is True
-    assert fn._may_hold(_Backend({}, fail=True), "fa-memory") is True
-
-
-class _MapState:
-    def __init__(self) -> None:
-        self.data: dict[str, Any] = {}
-
-    def put(self, key: str, value: Any) -> None:
-        self.data[key] = value
-
-    def remove(self, key: str) -> None:
-        self.data.pop(key, None)
-
-    def items(self) -> Any:
-        return self.data.items()
+    for backend in (FakePythonBackend(), FakeJavaBackend(fail=True)):
+        state = KeyedState.open(FakeRuntimeContext(backend), ttl=None, keyless=False)
+        assert state.memory_unused is False and state.check_restored is True
+    assert state.probe_problem is not None and "getKeys" in state.probe_problem
+    # Nothing anywhere (a fresh start): both reads are skipped.
+    fresh = FakeJavaBackend()
+    state = KeyedState.open(FakeRuntimeContext(fresh), ttl=None, keyless=False)
+    assert state.memory_unused is True and state.check_restored is False
+    assert len(fresh.streams) == 2 and all(stream.closed for stream in fresh.streams)
+    # Pending inputs of a restore: new inputs look for them.
+    state = KeyedState.open(
+        FakeRuntimeContext(FakeJavaBackend(with_keys={PENDING})), ttl=None, keyless=False
+    )
+    assert state.check_restored is True and state.memory_unused is True
 
 
 def _settled(outcome: Any, *, persist: bool = True) -> KeyWork:
     work = KeyWork("k", {}, persist_memory=persist)
-    work.results.append((Item("i1", fn.KEEP_TIMESTAMP, {"x": 1}), outcome))
+    work.results.append((Item("i1", KEEP_TIMESTAMP, {"x": 1}), outcome))
     return work
 
 
-def _function(packed: bool) -> fn.AgentProcessFunction:
-    function = fn.AgentProcessFunction("{}", {}, packed=packed)
-    function.memory = _MapState()
-    function.touched = None
-    function._memory_unused = True
+def _function(packed: bool, *, keyless: bool = False) -> fn.AgentProcessFunction:
+    function = fn.AgentProcessFunction("{}", {}, packed=packed, keyless=keyless)
+    # A fresh start: no key has memory yet.
+    function.bind(
+        KeyedState(
+            memory=FakeMapState(),
+            pending=FakeListState(),
+            durable=FakeMapState(),
+            memory_unused=True,
+        )
+    )
     return function
+
+
+def _commit_settled(function: fn.AgentProcessFunction, work: KeyWork) -> list[Any]:
+    """What process_element emits for a run that finished without waiting."""
+    return list(function._commit(work, work.results))
 
 
 def test_settled_run_commits_memory_and_reads_memory_from_then_on() -> None:
     function = _function(packed=False)
+    state = function.state
+    assert state is not None
     result = RunResult(key="k", outputs=["a", "b"], memory_updates={"count": 1})
-    assert list(function._commit_settled(_settled(result))) == [
-        (fn.KEEP_TIMESTAMP, "a"),
-        (fn.KEEP_TIMESTAMP, "b"),
+    assert _commit_settled(function, _settled(result)) == [
+        (KEEP_TIMESTAMP, "a"),
+        (KEEP_TIMESTAMP, "b"),
     ]
-    assert function.memory.data == {"count": 1}
+    assert state.memory.data == {"count": 1}
     # A key has memory now: the next records read it instead of assuming none.
-    assert function._memory_unused is False
-    assert function._load_memory() == {"count": 1}
+    assert state.memory_unused is False
+    assert state.load_memory() == {"count": 1}
 
 
 def test_settled_run_packs_outputs_and_raises_a_failed_run() -> None:
     function = _function(packed=True)
-    (out,) = function._commit_settled(_settled(RunResult(key="k", outputs=[{"y": 2}])))
-    assert out == fn.pack_output(fn.KEEP_TIMESTAMP, {"y": 2})
-    assert function._memory_unused is True  # nothing was written
+    assert function.state is not None
+    (out,) = _commit_settled(function, _settled(RunResult(key="k", outputs=[{"y": 2}])))
+    assert out == pack_output(KEEP_TIMESTAMP, {"y": 2})
+    assert function.state.memory_unused is True  # nothing was written
     with pytest.raises(ValueError, match="boom"):
-        list(function._commit_settled(_settled(ValueError("boom"))))
+        _commit_settled(function, _settled(ValueError("boom")))
 
 
 def test_keyless_settled_run_keeps_no_memory() -> None:
-    function = _function(packed=False)
-    function._keyless = True
+    function = _function(packed=False, keyless=True)
+    state = function.state
+    assert state is not None
     result = RunResult(key=3, outputs=["o"], memory_updates={"count": 1})
-    assert list(function._commit_settled(_settled(result, persist=False))) == [
-        (fn.KEEP_TIMESTAMP, "o")
-    ]
-    assert function.memory.data == {}
-    assert function._load_memory() == {}
+    assert _commit_settled(function, _settled(result, persist=False)) == [(KEEP_TIMESTAMP, "o")]
+    assert state.memory.data == {}
+    assert state.load_memory() == {}
 
 
 class _Identity:
@@ -197,7 +189,7 @@ def _pyflink_operation(function: Any, *, side_outputs: bool = False, chained: bo
 
 def test_lean_operation_calls_the_function_with_the_record_and_the_context() -> None:
     operation = _pyflink_operation(_Echo("{}", {}, packed=True))
-    lean = fn.lean_operation(operation)
+    lean = entry.lean_operation(operation)
     assert lean is not operation
     record = {"key": "k", "i": 3}
     # Java hands over [row kind, [key, record]], each field as its type's raw form.
@@ -224,55 +216,32 @@ def test_lean_operation_keeps_pyflinks_operation_when_anything_differs(case: str
     operation = _pyflink_operation(
         function, side_outputs=case == "side outputs", chained=case == "chained operators"
     )
-    assert fn.lean_operation(operation) is operation
-    # Not PyFlink's shape at all (an upgrade changed it): kept, no error.
-    assert fn.lean_operation(object()) is not None
+    assert entry.lean_operation(operation) is operation
 
 
-class _Switches:
-    """The Java keyed state backend: records the keys it is switched to."""
-
-    def __init__(self) -> None:
-        self.keys: list[Any] = []
-
-    def setCurrentKey(self, key: Any) -> None:  # noqa: N802 - Java name
-        self.keys.append(key)
-
-
-class _KeyedMapState(_MapState):
-    """A ``MapState`` of the backend's current key."""
-
-    def __init__(self, backend: _Switches) -> None:
-        super().__init__()
-        self.backend = backend
-        self.by_key: dict[Any, dict[str, Any]] = {}
-
-    @property  # type: ignore[override]
-    def data(self) -> dict[str, Any]:
-        return self.by_key.setdefault(self.backend.keys[-1] if self.backend.keys else None, {})
-
-    @data.setter
-    def data(self, value: dict[str, Any]) -> None:
-        pass
+def test_lean_operation_keeps_an_operation_of_another_shape_and_says_why(caplog) -> None:
+    """Not PyFlink's shape at all (an upgrade changed it): kept, no error, a warning."""
+    unknown = object()
+    with caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"):
+        assert entry.lean_operation(unknown) is unknown
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "lean-operation not engaged" in warning and "another shape" in warning
 
 
-def _batch_function(agent: Any) -> tuple[fn.AgentProcessFunction, _Switches]:
+def _batch_function(agent: Any, monkeypatch) -> tuple[fn.AgentProcessFunction, FakeJavaBackend]:
     from flink_agents.plan.agent_plan import AgentPlan
     from flink_agents.runtime.flink.slot import SlotRuntime
 
+    install_void_namespace(monkeypatch)
     plan = AgentPlan.from_agent(agent)
     function = fn.AgentProcessFunction(
         plan.model_dump_json(), {}, packed=True, key_of=lambda r: r["key"]
     )
-    backend = _Switches()
-    function.slot = SlotRuntime(plan)
-    function._key_backend, function._java_keys = backend, True
-    function.memory = _KeyedMapState(backend)
-    function.touched = None
-    function._ttl = None
-    function._memory_unused = True
-    function._check_restored = False
-    function._prefix, function._counter = "t-", 0
+    backend = FakeJavaBackend(key=None)
+    # A fresh start in thread mode: no memory, no pending inputs of a restore.
+    state = KeyedState.open(FakeRuntimeContext(backend), ttl=None, keyless=False)
+    assert state.memory_unused and not state.check_restored
+    function.bind(state, SlotRuntime(plan), batch_size=32, batch_linger_ms=5)
     return function, backend
 
 
@@ -292,30 +261,34 @@ def _unpack(outputs: list[bytes]) -> list[tuple[int, Any]]:
     return [(struct.unpack(">q", o[:8])[0], pickle.loads(o[8:])) for o in outputs]
 
 
-def test_a_batch_runs_in_order_with_its_timestamps_and_switches_no_key_without_state() -> None:
+def test_a_batch_runs_in_order_with_its_timestamps_and_switches_no_key_without_state(
+    monkeypatch,
+) -> None:
     from tests.flink import agents
 
-    function, backend = _batch_function(agents.chat_agent())
+    function, backend = _batch_function(agents.chat_agent(), monkeypatch)
+    assert function.slot is not None
     try:
         outputs = function.process_batch(
-            _batch(("a", 1, 10), ("b", 2, fn.KEEP_TIMESTAMP), ("a", 3, 30)), _record, None
+            _batch(("a", 1, 10), ("b", 2, KEEP_TIMESTAMP), ("a", 3, 30)), _record, None
         )
         # Each output carries its input's timestamp code (Long.MIN_VALUE: none).
         assert _unpack(outputs) == [
             (10, {"key": "a", "i": 1}),
-            (fn.NO_TIMESTAMP, {"key": "b", "i": 2}),
+            (NO_TIMESTAMP, {"key": "b", "i": 2}),
             (30, {"key": "a", "i": 3}),
         ]
         # Zero-latency runs without memory touch no keyed state: no key switch at all.
-        assert backend.keys == []
+        assert backend.switches == []
     finally:
         function.slot.close()
 
 
-def test_a_batch_switches_to_each_key_whose_memory_it_reads_or_writes() -> None:
+def test_a_batch_switches_to_each_key_whose_memory_it_reads_or_writes(monkeypatch) -> None:
     from tests.flink import agents
 
-    function, backend = _batch_function(agents.memory_agent())
+    function, backend = _batch_function(agents.memory_agent(), monkeypatch)
+    assert function.slot is not None and function.state is not None
     try:
         outputs = function.process_batch(
             _batch(("a", 1, 10), ("b", 2, 20), ("a", 3, 30)), _record, None
@@ -323,8 +296,8 @@ def test_a_batch_switches_to_each_key_whose_memory_it_reads_or_writes() -> None:
         counts = [(out["key"], out["count"]) for _, out in _unpack(outputs)]
         assert counts == [("a", 1), ("b", 1), ("a", 2)]
         # The first run commits memory (the key's first); later inputs read it first.
-        assert backend.keys == ["Ja", "Jb", "Ja"]
-        assert function.memory.by_key["Ja"]["stats.count"] == 2
-        assert function.memory.by_key["Jb"]["stats.count"] == 1
+        assert backend.switches == ["Ja", "Jb", "Ja"]
+        assert function.state.memory.by_key["Ja"]["stats.count"] == 2
+        assert function.state.memory.by_key["Jb"]["stats.count"] == 1
     finally:
         function.slot.close()

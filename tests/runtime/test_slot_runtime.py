@@ -19,7 +19,7 @@ def test_close_after_runs_stops_the_loop_and_the_call_threads() -> None:
     before = len(_calls_threads())
     plan = AgentPlan.from_agent(chat_agent(latency=0.01), AgentConfiguration())
     slot = SlotRuntime(plan)
-    slot.executor.submit(time.sleep, 0).result()  # a blocking call made a call thread
+    slot.runner.executor.submit(time.sleep, 0).result()  # a blocking call made a call thread
     assert len(_calls_threads()) > before
     work = KeyWork("k", {})
     work.queue.append(Item("1", 0, {"key": "k", "i": 1}))

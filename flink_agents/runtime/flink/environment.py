@@ -8,10 +8,10 @@ The environment also sets up the Python workers, which must find this venv:
 ``python.executable`` and, for thread mode, ``python.pythonpath``; and the execution mode,
 ``thread`` unless the agents configuration or the Flink configuration says otherwise.
 
-The function runs in an operator of the bridge jar instead of PyFlink's (:data:`OPERATORS`):
-the same operator plus a call into the function right before each checkpoint barrier, which
-saves durable call records (see :mod:`flink_agents.runtime.flink.function`). Without those
-classes (bridge jar not built) the environment warns once and uses PyFlink's operator.
+The function runs in an operator of the bridge jar instead of PyFlink's (:data:`OPERATORS`),
+followed by the jar's timestamp operator; without those classes (bridge jar not built, or of
+another contract version) the environment warns once and uses PyFlink's operators. See
+docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -38,11 +38,10 @@ from flink_agents.api.agents.agent import Agent
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
-from flink_agents.runtime.flink.function import (
-    KEEP_TIMESTAMP,
-    NO_TIMESTAMP,
-    AgentProcessFunction,
-)
+from flink_agents.runtime.flink import _pyflink_internals as internals
+from flink_agents.runtime.flink.entry import CONTRACT_VERSION
+from flink_agents.runtime.flink.function import AgentProcessFunction
+from flink_agents.runtime.flink.output import KEEP_TIMESTAMP, NO_TIMESTAMP
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -61,6 +60,8 @@ OPERATORS = {
 }
 #: Bridge classes already warned about as missing.
 _warned_missing: set[str] = set()
+#: The bridge jar's class holding the version of its contract with ``entry``.
+_CONTRACT_CLASS = "org.flinkagents.flink.Contract"
 
 #: Agents-config key (and Flink option) choosing PyFlink's Python execution mode.
 EXECUTION_MODE = "python.execution-mode"
@@ -71,7 +72,7 @@ PYTHONPATH = "python.pythonpath"
 #: The Java operator that unwraps the function's pairs and puts timestamps back (bridge jar).
 _TIMESTAMP_OPERATOR = "org.flinkagents.flink.CarriedTimestampOperator"
 #: Output type of the function's packed ``(timestamp code, output)`` pairs for the Java
-#: operator (``function.pack_output``).
+#: operator (``output.pack_output``).
 _PACKED_TYPE = Types.PRIMITIVE_ARRAY(Types.BYTE())
 
 
@@ -116,9 +117,8 @@ class _UserKey(KeySelector):
 def _bridge_class(name: str, without: str) -> Any:
     """The bridge jar's Java class ``name`` as the client loads it (the job's jars are added
     to the py4j context class loader by ``env.add_jars``), or None; warns once per class
-    when it is missing, saying what the job does ``without`` it."""
-    from pyflink.util.java_utils import load_java_class
-
+    when it is missing or of another contract version, saying what the job does
+    ``without`` it."""
     from flink_agents.runtime.java import bridge_jars
 
     try:
@@ -126,15 +126,22 @@ def _bridge_class(name: str, without: str) -> Any:
         # earlier job of this process).
         if not bridge_jars():
             raise LookupError("the bridge jar is not built")
-        return load_java_class(name)
+        j_class = internals.load_java_class(name)
+        version = internals.load_java_class(_CONTRACT_CLASS).getField("VERSION").get(None)
+        if version != CONTRACT_VERSION:
+            raise LookupError(
+                f"the bridge jar's operators speak contract {version}, this package "
+                f"{CONTRACT_VERSION}"
+            )
+        return j_class
     except Exception as exc:  # noqa: BLE001 - py4j reports a missing class as Py4JJavaError
         if name not in _warned_missing:
             _warned_missing.add(name)
             log.warning(
-                "%s is not in the job's jars (build the bridge jar: `make java`): %s (%s)",
+                "%s cannot be used (%s): %s. Build the bridge jar: `make java`",
                 name,
-                without,
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                without,
             )
         return None
 
@@ -156,40 +163,17 @@ def keyed_process(
     )
     if our_operator is None:
         return keyed.process(function, output_type=output_type)
-    from pyflink.datastream.data_stream import _get_one_input_stream_operator
-    from pyflink.fn_execution.flink_fn_execution_pb2 import UserDefinedDataStreamFunction
-
     # What KeyedStream.process does, with our class made from the same arguments.
-    j_plain, j_output_type = _get_one_input_stream_operator(
-        keyed,
-        function,
-        UserDefinedDataStreamFunction.KEYED_PROCESS,  # type: ignore[attr-defined]
-        output_type,
-    )
+    j_plain, j_output_type = internals.keyed_process_operator(keyed, function, output_type)
     j_operator = j_plain
     if j_plain.getClass().getName() == pyflink_class:
-        j_input_type = keyed._j_data_stream.getTransformation().getOutputType()
-        j_operator = our_operator.getConstructors()[0].newInstance(
-            _java_objects(
-                [
-                    j_plain.getConfiguration(),
-                    j_plain.getPythonFunctionInfo(),
-                    j_input_type,
-                    j_output_type,
-                ]
-            )
-        )
+        j_operator = internals.operator_like(j_plain, our_operator, keyed, j_output_type)
     else:  # PyFlink chose another operator than expected: keep it
-        log.warning("unexpected keyed process operator %s: no barrier hook", j_plain.getClass())
-    return DataStream(keyed._j_data_stream.transform("KEYED PROCESS", j_output_type, j_operator))
-
-
-def _java_objects(values: list[Any]) -> Any:
-    gateway = get_gateway()
-    array = gateway.new_array(gateway.jvm.Object, len(values))
-    for i, value in enumerate(values):
-        array[i] = value
-    return array
+        log.warning(
+            "unexpected keyed process operator %s: no barrier hook, no lean operation, no batches",
+            j_plain.getClass(),
+        )
+    return internals.transform(keyed, "KEYED PROCESS", j_output_type, j_operator)
 
 
 def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:
@@ -320,10 +304,8 @@ class FlinkAgentBuilder(AgentBuilder):
             # One Java operator, chained to the function, unwraps the pairs.
             pairs = self._pairs(_PACKED_TYPE, packed=True)
             pickled = Types.PICKLED_BYTE_ARRAY()
-            outputs = DataStream(
-                pairs._j_data_stream.transform(
-                    "flink-agents-output", pickled.get_java_type_info(), operator
-                )
+            outputs = internals.transform(
+                pairs, "flink-agents-output", pickled.get_java_type_info(), operator
             )
             if isinstance(output_type, RowTypeInfo):
                 outputs = outputs.map(_to_row(output_type), output_type=output_type)
@@ -374,6 +356,7 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self.get_config().load_flink_conf_dir()
         for key, value in kwargs.items():
             self.get_config().set_str(key, value)
+        internals.check_version()
         self._env = env
         self._t_env = t_env
         self._jars_added = False
@@ -454,10 +437,7 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
 
     def _configure_python(self) -> None:
         """The execution mode, interpreter and path of the job's Python operators."""
-        gateway = get_gateway()
-        conf = gateway.jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
-            self._env._j_stream_execution_environment
-        )
+        conf = internals.environment_config(self._env)
         conf.setString(EXECUTION_MODE, self.execution_mode())
         if conf.getString("python.executable", None) is None:
             conf.setString("python.executable", sys.executable)
@@ -474,10 +454,7 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
     def execution_mode(self) -> str:
         """``python.execution-mode`` the job will use: the agents config, else the Flink
         configuration, else ``thread``."""
-        gateway = get_gateway()
-        conf = gateway.jvm.org.apache.flink.python.util.PythonConfigUtil.getEnvironmentConfig(
-            self._env._j_stream_execution_environment
-        )
+        conf = internals.environment_config(self._env)
         agents_mode = self.get_config().get(EXECUTION_MODE)
         return str(agents_mode or conf.getString(EXECUTION_MODE, None) or "thread")
 

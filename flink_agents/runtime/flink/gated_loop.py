@@ -1,18 +1,12 @@
 """An asyncio loop that the operator thread can borrow for a few iterations.
 
-Handing a zero-latency run to the loop thread and waiting for it costs two thread wake-ups
-(~135 us per record measured here, more than the run itself). Instead, the operator thread
-*borrows* the loop: every iteration of the loop runs under a lock (``gate``) that is let go
-only while the loop blocks in ``select``. Holding the gate, the operator thread may run loop
-iterations itself (the loop thread is then either parked in ``select`` or waiting for the
-gate, never running callbacks), so the first steps of a run happen on the operator thread
-with no hand-off; a run that really waits stays on the loop, which the loop thread goes on
-driving. Loop iterations never run concurrently: the usual single-threaded asyncio
-guarantees hold.
-
-This relies on ``BaseEventLoop._run_once``, ``_ready`` and ``_write_to_self`` (stable in
-CPython 3.10-3.13); :func:`supported` tells whether they are there, and the caller falls
-back to a plain cross-thread hand-off otherwise.
+Handing a zero-latency run to the loop thread and waiting for it costs two thread wake-ups,
+more than the run itself. Instead every iteration of the loop runs under a lock (``gate``)
+let go only while the loop blocks in ``select``; holding it, the operator thread runs a
+run's first iterations itself, and a run that really waits stays on the loop. Iterations
+never run concurrently, so asyncio's single-thread guarantees hold. It relies on private
+``BaseEventLoop`` members (:func:`supported` checks them; the slot falls back to a plain
+hand-off without them). See docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The per-slot side of the Flink host: an asyncio loop thread, the core runner, key chains.
 
-One :class:`SlotRuntime` exists per operator instance (task slot). It owns:
-
-- a background thread running an asyncio loop, on which every run executes (the operator
-  thread never runs agent code except through a synchronous wait, see
-  :meth:`SlotRuntime.start_and_settle`);
-- the :class:`~flink_agents.runtime.core.AgentRunner` (and through it the resource cache,
-  created lazily once per slot, and the executor for blocking calls);
-- the in-flight gate: inputs accepted and not finished yet, bounded by ``max-in-flight``.
-
-A :class:`KeyWork` is a key's *chain*: the inputs of one key run one after another on the
-loop, each against the memory the previous run produced, without a timer round trip between
-them. The operator collects finished results in ``on_timer`` and commits them to keyed state
-in input order. Nothing here touches Flink state: that stays with the operator thread.
+A :class:`SlotRuntime` (one per operator instance) runs every run on a loop in a background
+thread (the operator thread only borrows it, see :mod:`gated_loop`), holds the
+:class:`~flink_agents.runtime.core.AgentRunner` (resources, the pool for blocking calls) and
+bounds the inputs in flight. A :class:`KeyWork` is a key's chain of inputs, run one after
+another without a timer round trip between them. Nothing here touches Flink state; see
+docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -36,7 +29,7 @@ log = logging.getLogger("flink_agents.runtime.flink")
 #: Loop iterations the synchronous probe waits for a run to finish without a real wait.
 #: A run whose model answers at once completes in the first step of its task (the probe
 #: runs right after it); one more hop leaves room for an ``await asyncio.sleep(0)`` in user
-#: code. Each hop costs ~15 us (a loop iteration with a select call).
+#: code. Each hop costs a loop iteration with a select call.
 _SETTLE_HOPS = 1
 
 
@@ -46,7 +39,7 @@ class Item:
 
     Attributes:
         id: unique id, names the input's durable records in keyed state.
-        ts: timestamp code carried to the input's outputs (see ``function.KEEP_TIMESTAMP``):
+        ts: timestamp code carried to the input's outputs (see ``output.KEEP_TIMESTAMP``):
             the input's timestamp once it is known to be needed.
         value: the input record.
     """
@@ -212,12 +205,13 @@ class SlotRuntime:
     def __init__(self, plan: AgentPlan) -> None:
         config = plan.get_config()
         self.max_in_flight: int = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
+        # The runner owns the pool for blocking calls (and shuts it down in close()).
         self.runner = AgentRunner(plan)
-        self.executor = self.runner.executor
-        self._borrow = gated_loop.supported()
-        self.loop = gated_loop.GatedLoop() if self._borrow else asyncio.new_event_loop()
+        #: Whether the operator thread borrows the loop (gated_loop) for a run's first steps.
+        self.borrows_loop = gated_loop.supported()
+        self.loop = gated_loop.GatedLoop() if self.borrows_loop else asyncio.new_event_loop()
         # asyncio.to_thread (used by resources) goes to the loop's default executor.
-        self.loop.set_default_executor(self.executor)
+        self.loop.set_default_executor(self.runner.executor)
         self._thread = threading.Thread(
             target=self._run_loop, name="flink-agents-loop", daemon=True
         )
@@ -233,8 +227,6 @@ class SlotRuntime:
         self._closed = False
         #: Smoothed duration of a run (seconds), to choose processing-time timer delays.
         self.run_seconds = 0.05
-        #: Counters for tests and the benchmark.
-        self.stats = {"sync": 0, "async": 0, "timer_wakeups": 0, "empty_wakeups": 0}
 
     # -- the in-flight gate ------------------------------------------------------------------
     def acquire(self) -> None:
@@ -270,11 +262,6 @@ class SlotRuntime:
             if self._waiting:
                 self._cond.notify_all()
 
-    @property
-    def in_flight(self) -> int:
-        """Inputs accepted and not finished."""
-        return self._in_flight
-
     # -- chains ------------------------------------------------------------------------------
     def start(self, work: KeyWork) -> None:
         """Run ``work``'s queue on the loop (``work.running`` must already be set)."""
@@ -304,8 +291,8 @@ class SlotRuntime:
                 task = loop.create_task(self._chain(work))
                 loop.run_borrowed(task, _SETTLE_HOPS + 1)
             return work.idle
-        # A bare lock is the cheapest cross-thread signal (~55 us round trip here against
-        # ~80 us for an Event): the loop thread releases it.
+        # A bare lock is the cheapest cross-thread signal (cheaper than an Event): the loop
+        # thread releases it.
         settled = threading.Lock()
         settled.acquire()
         self.loop.call_soon_threadsafe(self._spawn, work, settled)
@@ -375,6 +362,8 @@ class SlotRuntime:
         progress the shutdown happens when the last one ends.
         """
         with self._lock:
+            if self._close_requested:
+                return
             self._close_requested = True
             idle = self._running_chains == 0
         if idle:
@@ -384,9 +373,12 @@ class SlotRuntime:
         try:
             self.loop.run_forever()
         finally:
-            # The slot has shut down: free the call threads and the loop's selector (a task
-            # that fails over makes a new slot; the old one must not leak them).
-            self.executor.shutdown(wait=False, cancel_futures=True)
+            # The slot has shut down: free the call threads (the runner's, closed by
+            # _shutdown unless the loop died first) and the loop's selector (a task that
+            # fails over makes a new slot; the old one must not leak them).
+            if not self._closed:
+                self._closed = True
+                self.runner.close()
             try:
                 self.loop.close()
             except Exception:  # nothing left to do with a broken loop

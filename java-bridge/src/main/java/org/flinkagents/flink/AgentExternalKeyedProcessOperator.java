@@ -29,7 +29,10 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
 
     private static final long serialVersionUID = 1L;
 
-    /** Time of the barrier timer ({@code flink_agents.runtime.flink.function.BARRIER_TIMER}). */
+    /**
+     * Time of the barrier timer ({@code flink_agents.runtime.flink.entry.BARRIER_TIMER}; part of
+     * the {@link Contract}).
+     */
     public static final long BARRIER_TIMER = Long.MIN_VALUE;
 
     private transient boolean finished;

@@ -5,6 +5,8 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
@@ -26,8 +28,12 @@ import org.slf4j.LoggerFactory;
  * write state of the current key from {@code process_element} / {@code on_timer}, and the
  * embedded operator's own {@link #prepareSnapshotPreBarrier} runs no Python at all).
  *
- * <p>The hook is the Python object that {@code flink_agents.runtime.flink.function
- * .claim_barrier_hook()} returns right after the function's {@code open()}, kept as a global
+ * <p>The calls into Python are the entry points of {@code flink_agents.runtime.flink.entry},
+ * whose {@code CONTRACT_VERSION} must equal {@link Contract#VERSION} (checked here first, and by
+ * Python when it is called; on a mismatch the operator warns and runs as PyFlink's own).
+ *
+ * <p>The hook is the Python object that {@code entry.claim_barrier_hook(version)} returns right
+ * after the function's {@code open()}, kept as a global
  * of this operator's interpreter; its {@code before_barrier(checkpoint_id)} is called the way
  * the operator calls {@code operation.on_timer} ({@code invokeMethod}: pemja's
  * {@code invoke} of a global function crashed the JVM in {@code func_dealloc} here). It runs
@@ -40,7 +46,7 @@ import org.slf4j.LoggerFactory;
  * .PythonInterpreter} from here loads a second copy of it (a loader constraint violation).
  *
  * <p>Right after the hook, PyFlink's Python operation object is swapped for the one that
- * {@code lean_operation(operation)} returns: the same calls, with a shorter per-record path
+ * {@code entry.lean_operation(operation, hook)} returns: the same calls, with a shorter per-record path
  * (or PyFlink's own object when anything about it is unexpected). With it in place, inputs
  * reach Python in batches ({@code batch.size}): buffered here with their keys and timestamps,
  * handed over in one call when the batch is full, {@code batch.linger-ms} after its first
@@ -61,6 +67,15 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     /** Name of the hook in the operator's Python interpreter. */
     static final String HOOK = "__flink_agents_before_barrier";
+
+    /** Name of the entry-point module in the operator's Python interpreter. */
+    static final String ENTRY = "__flink_agents_entry";
+
+    /**
+     * Warnings already logged, by kind: once per job (the class is loaded with the job's jars, by
+     * the job's classloader).
+     */
+    private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
 
     private final TypeInformation<IN> inputType;
 
@@ -111,22 +126,31 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
             field.setAccessible(true);
             Object interpreter = field.get(this);
             Method exec = interpreter.getClass().getMethod("exec", String.class);
+            Method get = interpreter.getClass().getMethod("get", String.class);
+            exec.invoke(interpreter, "import flink_agents.runtime.flink.entry as " + ENTRY);
+            exec.invoke(interpreter, ENTRY + "_version = " + ENTRY + ".CONTRACT_VERSION");
+            Object version = get.invoke(interpreter, ENTRY + "_version");
+            if (!Contract.VERSION.equals(version)) {
+                throw new IllegalStateException(
+                        "the workers' flink_agents speaks entry contract "
+                                + version
+                                + ", the bridge jar "
+                                + Contract.VERSION
+                                + ": install the same flink-agents on the workers as on the"
+                                + " client, or rebuild the jar (make java)");
+            }
+            // Python checks the version too (and raises, caught below, on a mismatch).
             exec.invoke(
                     interpreter,
-                    "from flink_agents.runtime.flink.function import claim_barrier_hook"
-                            + " as __flink_agents_claim");
-            exec.invoke(interpreter, HOOK + " = __flink_agents_claim()");
+                    HOOK + " = " + ENTRY + ".claim_barrier_hook('" + Contract.VERSION + "')");
             // PyFlink's operation object is global "operation", looked up per record: a
             // leaner stand-in for the function's per-record path (or the same object).
             exec.invoke(
                     interpreter,
-                    "from flink_agents.runtime.flink.function import lean_operation"
-                            + " as __flink_agents_lean");
-            exec.invoke(interpreter, "operation = __flink_agents_lean(operation)");
+                    "operation = " + ENTRY + ".lean_operation(operation, " + HOOK + ")");
             exec.invoke(
                     interpreter, LEAN + " = hasattr(operation, 'process_element_list')");
-            Object isLean =
-                    interpreter.getClass().getMethod("get", String.class).invoke(interpreter, LEAN);
+            Object isLean = get.invoke(interpreter, LEAN);
             // The data converters are set after this method: taken in open().
             lean = Boolean.TRUE.equals(isLean);
             invokeMethod =
@@ -135,10 +159,12 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                             .getMethod("invokeMethod", String.class, String.class, Object[].class);
             python = interpreter;
         } catch (ReflectiveOperationException | RuntimeException e) {
-            // E.g. an older flink_agents on the workers: run as the plain operator.
-            LOG.warn(
-                    "flink-agents: no checkpoint-barrier hook in the Python function; durable"
-                            + " call records are saved at timers only",
+            // E.g. another flink_agents on the workers: run as the plain operator.
+            warnOnce(
+                    "hook",
+                    "flink-agents: fast paths barrier-hook, lean-operation and batches not"
+                            + " engaged, the function runs as in PyFlink's operator (durable call"
+                            + " records are saved at timers only)",
                     e);
         }
     }
@@ -158,7 +184,12 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                                         .getSuperclass(),
                                 "outputDataConverter");
             } catch (ReflectiveOperationException | RuntimeException e) {
-                LOG.warn("flink-agents: PyFlink's per-record path kept", e);
+                warnOnce(
+                        "converters",
+                        "flink-agents: fast paths lean-operation and batches not engaged: PyFlink's"
+                                + " operator has no data converter fields as in 2.3, its"
+                                + " per-record path is kept",
+                        e);
                 lean = false;
             }
             if (inputConverter == null || outputConverter == null) {
@@ -174,6 +205,17 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                 lingerMs = Math.max(1, ((Number) settings[1]).longValue());
                 buffer = new ArrayList<>(batchSize);
             }
+        }
+    }
+
+    /** Logs {@code message} with {@code error}'s cause, once per job and {@code kind}. */
+    private static void warnOnce(String kind, String message, Exception error) {
+        if (WARNED.add(kind)) {
+            Throwable cause =
+                    error instanceof InvocationTargetException && error.getCause() != null
+                            ? error.getCause()
+                            : error;
+            LOG.warn(message + ": " + cause, cause);
         }
     }
 

@@ -17,10 +17,10 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * the agent, replaces a Python timestamp assigner and a Python map (two more Python calls per
  * record).
  *
- * <p>A packed pair ({@code flink_agents.runtime.flink.function.pack_output}) is the timestamp code
- * as 8 bytes (big-endian, signed) followed by the pickled output, which leaves this operator as
- * the record (a PICKLED_BYTE_ARRAY value). One {@code byte[]} crosses from Python per output,
- * instead of a tuple converted field by field.
+ * <p>A packed pair ({@code flink_agents.runtime.flink.output.pack_output}, part of the {@link
+ * Contract}) is the timestamp code as 8 bytes (big-endian, signed) followed by the pickled
+ * output, which leaves this operator as the record (a PICKLED_BYTE_ARRAY value). One {@code
+ * byte[]} crosses from Python per output, instead of a tuple converted field by field.
  *
  * <p>Timestamp codes: {@link #KEEP} (the output was emitted while its input was processed, so the
  * record already has the input's timestamp), {@link #NONE} (the input had no timestamp), else the

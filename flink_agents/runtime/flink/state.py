@@ -1,0 +1,245 @@
+"""The agent function's keyed state: short-term memory, pending inputs, durable records.
+
+:class:`KeyedState` is the one place that reads and writes them, always for the state
+backend's current key (switched lazily to a batch input's key, and to each key with work in
+flight before a checkpoint barrier). The function gets it in ``open()``; tests build one from
+fake state objects. The layout is described in docs/ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from pyflink.common.typeinfo import Types
+from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+
+from flink_agents.api._function import dumps
+from flink_agents.runtime.core import DurableRecord
+from flink_agents.runtime.flink import _pyflink_internals as internals
+from flink_agents.runtime.flink.slot import Item, KeyWork
+
+log = logging.getLogger("flink_agents.runtime.flink")
+
+#: Names of the keyed states.
+MEMORY = "fa-memory"
+MEMORY_TOUCHED = "fa-memory-touched"
+PENDING = "fa-pending"
+DURABLE = "fa-durable"
+
+
+class KeyedState:
+    """The function's keyed state, of the state backend's current key.
+
+    Args:
+        memory: ``MapState`` path -> value, the committed short-term memory (flattened).
+        pending: ``ListState`` of the inputs accepted and not committed yet
+            (:meth:`Item.to_state` form), in arrival order.
+        durable: ``MapState`` ``"<input id>/<call id>"`` -> pickled :class:`DurableRecord`,
+            the durable calls of runs not committed yet.
+        touched: ``ValueState`` time of the last memory change (only with ``ttl``).
+        ttl: seconds after the last change that a key's memory expires (None: never).
+        ttl_on_read: whether a run that reads the key's memory starts its TTL again
+            (``ON_READ_AND_WRITE``), not only a run that changes it.
+        keys: the backend's current key (None: it could not be reached; no barrier hook).
+        check_restored: whether a new input must look for inputs a restore left in
+            ``pending`` (False when keyed state certainly holds none: one read less).
+        memory_unused: whether no key has memory yet (a fresh start, or keyless input):
+            memory is not read until a run commits some.
+    """
+
+    def __init__(
+        self,
+        *,
+        memory: Any,
+        pending: Any,
+        durable: Any,
+        touched: Any = None,
+        ttl: float | None = None,
+        ttl_on_read: bool = False,
+        keys: internals.StateKeys | None = None,
+        check_restored: bool = True,
+        memory_unused: bool = False,
+    ) -> None:
+        self.memory = memory
+        self.pending = pending
+        self.durable = durable
+        self.touched = touched
+        self.ttl = ttl
+        self.ttl_on_read = ttl_on_read
+        self.keys = keys
+        self.check_restored = check_restored
+        self.memory_unused = memory_unused
+        #: The key of the batch input being processed, until the backend is switched to it.
+        self.batch_key: Any = None
+        #: Why ``keys`` is None, or why ``check_restored`` / ``memory_unused`` could not be
+        #: decided (set by :meth:`open`; None: no problem).
+        self.keys_problem: str | None = None
+        self.probe_problem: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        runtime_context: Any,
+        *,
+        ttl: float | None,
+        keyless: bool,
+        ttl_on_read: bool = False,
+    ) -> KeyedState:
+        """The states of ``runtime_context`` (the function's ``open()``)."""
+        pickled = Types.PICKLED_BYTE_ARRAY()
+        state = cls(
+            memory=runtime_context.get_map_state(
+                MapStateDescriptor(MEMORY, Types.STRING(), pickled)
+            ),
+            pending=runtime_context.get_list_state(ListStateDescriptor(PENDING, pickled)),
+            durable=runtime_context.get_map_state(
+                MapStateDescriptor(DURABLE, Types.STRING(), pickled)
+            ),
+            # Short-term memory TTL is ours, for the key's memory as a whole (Flink's
+            # per-entry state TTL would expire single paths, and did not expire entries in a
+            # test through PyFlink): the time of the key's last memory change, checked when
+            # memory is loaded.
+            touched=(
+                runtime_context.get_state(ValueStateDescriptor(MEMORY_TOUCHED, Types.DOUBLE()))
+                if ttl
+                else None
+            ),
+            ttl=ttl,
+            ttl_on_read=ttl_on_read,
+            memory_unused=keyless,
+        )
+        try:
+            state.keys = internals.state_keys(runtime_context)
+        except internals.InternalsChanged as exc:
+            state.keys_problem = str(exc)
+            return state
+        try:
+            # A state read per record is skipped while keyed state certainly holds nothing
+            # to read: pending inputs of a restore, memory of any key.
+            state.check_restored = internals.state_may_hold(state.keys, PENDING)
+            state.memory_unused = keyless or not internals.state_may_hold(state.keys, MEMORY)
+        except internals.InternalsChanged as exc:
+            state.probe_problem = str(exc)
+        if state.check_restored:
+            log.info("keyed state may hold pending inputs from before a restore")
+        return state
+
+    # -- the current key -----------------------------------------------------------------------
+    def use_key(self) -> None:
+        """Switch the backend to the current batch input's key (if not yet)."""
+        key = self.batch_key
+        if key is not None:
+            self.batch_key = None
+            self.keys.switch(key)  # type: ignore[union-attr]  # batches need keys
+
+    def current_key(self) -> Any:
+        """The current key as the backend holds it (the Java backend: a Row that PyFlink's
+        key selector makes for each record, never reused)."""
+        self.use_key()
+        return self.keys.current()  # type: ignore[union-attr]  # callers check keys
+
+    # -- short-term memory --------------------------------------------------------------------
+    def load_memory(self) -> dict[str, Any]:
+        """The key's committed memory; cleared first when its TTL has passed."""
+        if self.memory_unused:
+            return {}
+        self.use_key()
+        if self.touched is not None:
+            last = self.touched.value()
+            if last is not None and time.time() - last > self.ttl:  # type: ignore[operator]
+                self.memory.clear()
+                self.touched.clear()
+                return {}
+        return dict(self.memory.items())
+
+    def commit_memory(self, updates: dict[str, Any], deletes: list[str]) -> None:
+        """Write a run's memory changes."""
+        self.use_key()
+        if updates:
+            self.memory_unused = False
+        for path in deletes:
+            self.memory.remove(path)
+        for path, value in updates.items():
+            self.memory.put(path, value)
+        if self.touched is not None:
+            self.touched.update(time.time())
+
+    def touch_memory(self) -> None:
+        """Start the key's memory TTL again (a run read it; ``ttl_on_read``)."""
+        if self.touched is not None and not self.memory_unused:
+            self.use_key()
+            self.touched.update(time.time())
+
+    # -- pending inputs -----------------------------------------------------------------------
+    def add_pending(self, item: Item) -> None:
+        """Keep ``item`` until its run is committed."""
+        self.use_key()
+        self.pending.add(item.to_state())
+
+    def restored_pending(self) -> list[Item]:
+        """The key's pending inputs (after a restore: the runs to do again)."""
+        self.use_key()
+        raw = self.pending.get()
+        return [Item.from_state(r) for r in raw] if raw is not None else []
+
+    def clear_pending(self) -> None:
+        """Drop every pending input of the key."""
+        self.pending.clear()
+
+    def remove_pending(self, ids: set[str]) -> None:
+        """Drop the pending inputs of the key with these ids."""
+        self.pending.update([r for r in self.pending.get() if r[0] not in ids])
+
+    # -- durable records ----------------------------------------------------------------------
+    def load_durable(self) -> dict[str, dict[str, DurableRecord]]:
+        """The key's durable records, by input id and call id."""
+        durable: dict[str, dict[str, DurableRecord]] = {}
+        for name, raw in self.durable.items():
+            item_id, _, call_id = name.rpartition("/")
+            durable.setdefault(item_id, {})[call_id] = pickle.loads(raw)
+        return durable
+
+    def save_durable(self, work: KeyWork, records: list[tuple[str, str, Any]]) -> None:
+        """Write ``records`` of ``work``'s key (the backend's current key)."""
+        for item_id, call_id, rec in records:
+            try:
+                self.durable.put(f"{item_id}/{call_id}", dumps(rec))
+            except Exception as exc:  # noqa: BLE001 - an unpicklable error result
+                log.warning("durable call %s of key %r not saved: %s", call_id, work.key, exc)
+            work.mark_persisted(item_id, call_id, rec)
+
+    def remove_durable(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Drop the key's records ``(input id, call id)``."""
+        for item_id, call_id in pairs:
+            self.durable.remove(f"{item_id}/{call_id}")
+
+    def save_before_barrier(self, works: Iterable[KeyWork]) -> int:
+        """Save the records that keyed state does not hold yet of every work with a state
+        key, each under its key; the backend's key is put back. Returns how many."""
+        keys = self.keys
+        if keys is None:
+            return 0
+        previous: Any = None
+        switched = False
+        saved = 0
+        try:
+            for work in works:
+                if work.state_key is None:
+                    continue
+                records = work.unpersisted()
+                if not records:
+                    continue
+                if not switched:
+                    previous = keys.current()
+                    switched = True
+                keys.switch(work.state_key)
+                self.save_durable(work, records)
+                saved += len(records)
+        finally:
+            if switched and previous is not None:
+                keys.switch(previous)
+        return saved
