@@ -138,7 +138,9 @@ def _bridge_class(name: str, without: str) -> Any:
         if name not in _warned_missing:
             _warned_missing.add(name)
             log.warning(
-                "%s cannot be used (%s): %s. Build the bridge jar: `make java`",
+                "%s cannot be used (%s): %s. The jar is built into the package when it is "
+                "installed with a JDK on PATH (pip install, `make java` in a checkout); "
+                "reinstall with a JDK, without FLINK_AGENTS_SKIP_JAVA=1",
                 name,
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
                 without,
