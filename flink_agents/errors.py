@@ -7,6 +7,8 @@
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- EventAttributeError         developer mistake: an event attribute that is not JSON
+     +-- YamlError                   developer mistake in a YAML agents file (each problem
+     |                               names the file, the line and the field)
      +-- SqlError                    developer mistake in a SQL statement (flink_agents.sql)
      |    +-- SqlParseError          a statement does not parse (line, column, what was expected)
      |    +-- CatalogError           an unknown, already existing or still used catalog object
@@ -33,6 +35,7 @@ all extra attributes are passed through ``__reduce__``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -118,6 +121,67 @@ class EventAttributeError(FlinkAgentsError, ValueError):
     Raised when the event is made and at ``set_attr``, as Apache Flink Agents validates
     event attributes (a ``ValueError``, like pydantic's validation errors there).
     """
+
+
+@dataclass(frozen=True)
+class YamlProblem:
+    """One problem of a YAML agents file.
+
+    Attributes:
+        message: what is wrong and how to fix it.
+        path: the file (None when the problem is not in one file).
+        line: the line, 1-based (None when unknown).
+        column: the column, 1-based (None when unknown).
+        field: where in the document, e.g. ``agents[0].actions[1].function``.
+    """
+
+    message: str
+    path: str | None = None
+    line: int | None = None
+    column: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if where and self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        parts = [p for p in (where, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+class YamlError(FlinkAgentsError, ValueError):
+    """A YAML agents file (``load_yaml``) is not valid, or an agent loaded from one refers
+    to something that does not exist. Lists every problem found, each with its file, line
+    and field (a ``ValueError``, as Apache Flink Agents' loader raises).
+
+    Attributes:
+        problems: every problem found.
+        path: the file of the first problem.
+        line: its line (1-based).
+        column: its column (1-based).
+        field: its field.
+    """
+
+    def __init__(self, problems: list[YamlProblem] | str) -> None:
+        if isinstance(problems, str):
+            problems = [YamlProblem(problems)]
+        self.problems = list(problems)
+        first = self.problems[0] if self.problems else YamlProblem("")
+        self.path, self.line, self.column, self.field = (
+            first.path,
+            first.line,
+            first.column,
+            first.field,
+        )
+        if len(self.problems) == 1:
+            text = str(first)
+        else:
+            files = {p.path for p in self.problems}
+            where = f"{files.pop()}" if len(files) == 1 and None not in files else "YAML agents"
+            text = f"{len(self.problems)} problems in {where}:\n" + "\n".join(
+                f"  {p}" for p in self.problems
+            )
+        super().__init__(text)
 
 
 class RuntimeFailure(FlinkAgentsError):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import custom_events, react_agent, workflow_single_agent
+from examples import custom_events, react_agent, workflow_single_agent, yaml_agent
 from flink_agents.testing import ScriptedChatModelConnection
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,12 +87,57 @@ def test_custom_events_example_branches_and_keeps_memory():
     assert [s["decision"] for s in by_key["cid"]] == ["review accepted"]
 
 
+def test_yaml_agent_example_looks_up_orders_and_escalates_from_its_yaml_config():
+    ScriptedChatModelConnection.reset_counts()
+    results = dict(values(yaml_agent.main()))
+    assert results == {
+        "t1": {
+            "ticket": "t1",
+            "category": "delivery",
+            "priority": 2,
+            "escalated": False,
+            "reply": "Your order is shipped, arriving tomorrow.",
+        },
+        "t2": {
+            "ticket": "t2",
+            "category": "delivery",
+            "priority": 5,
+            "escalated": True,  # escalate_at: 4 in the YAML file
+            "reply": "Your order is delayed at customs.",
+        },
+        "t3": {
+            "ticket": "t3",
+            "category": "billing",
+            "priority": 2,
+            "escalated": False,
+            "reply": "We are looking into it.",
+        },
+    }
+    # Two tickets name an order: a tool call and an answer each; the third, one answer.
+    assert ScriptedChatModelConnection.call_counts["scripted"] == 5
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_yaml_agent_example_model_files_load_and_compile(provider):
+    """The other model files are valid and complete: the agent compiles against each
+    (nothing is called)."""
+    from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml([yaml_agent.AGENT_FILE, yaml_agent.HERE / "yaml_models" / f"{provider}.yaml"])
+    builder = env.from_list([]).apply("ticket_triage_agent")
+    setup = builder._plan.resource_providers["chat_model"]["triage_model"]
+    assert setup.clazz.endswith(("OllamaChatModelSetup", "OpenAIChatModelSetup"))
+    assert setup.arguments["tools"] == ["order_status"]
+
+
 @pytest.mark.parametrize(
     ("module", "lines"),
     [
         ("examples.workflow_single_agent", 3),
         ("examples.react_agent", 3),
         ("examples.custom_events", 6),
+        ("examples.yaml_agent", 3),
     ],
 )
 def test_example_runs_as_a_script(module, lines):

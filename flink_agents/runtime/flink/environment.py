@@ -218,9 +218,10 @@ class FlinkAgentBuilder(AgentBuilder):
             raise RuntimeError("call apply(agent) first")
         return self._plan
 
-    def apply(self, agent: Agent) -> FlinkAgentBuilder:
+    def apply(self, agent: Agent | str) -> FlinkAgentBuilder:
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
+        agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
         plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
         # Objects of the job script travel by value; what could not be pickled stays a
         # reference by name, which Flink's Python workers cannot import.

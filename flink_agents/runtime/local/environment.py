@@ -31,9 +31,10 @@ class LocalAgentBuilder(AgentBuilder):
         self._outputs: list[dict[str, Any]] | None = None
         self.runner: LocalRunner | None = None
 
-    def apply(self, agent: Agent) -> LocalAgentBuilder:
+    def apply(self, agent: Agent | str) -> LocalAgentBuilder:
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_list again")
+        agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
         plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
         from flink_agents.runtime.java import check_java_resources
 
