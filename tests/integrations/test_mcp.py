@@ -217,7 +217,7 @@ def test_stdio_server_starts_when_stderr_has_no_file_descriptor(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     with pytest.raises(io.UnsupportedOperation):
         sys.stderr.fileno()
-    server = MCPServer(**STDIO, timeout=20)
+    server = MCPServer(**STDIO, timeout=60)
     try:
         assert "multiply" in {t.name for t in server.list_tools()}
     finally:
