@@ -9,12 +9,22 @@
   bad arguments or an exception in the tool become error responses the model sees.
 - ``context_retrieval_action`` queries a vector store.
 
-Model and tool calls go through ``ctx.durable_execute_async``, so a run replayed after a
-restore does not call them again. The loop state lives in sensory memory (JSON).
+Model calls go through :func:`call_model` and tool calls through :func:`call_tool`, the one
+place each is made: the interceptor chain (:mod:`flink_agents.api.interceptors`) and the
+real call run inside one ``ctx.durable_execute_async``, so a run replayed after a restore
+calls neither again. The ``before_model`` / ``after_model`` hooks
+(:mod:`flink_agents.api.hooks`) run around each model call, outside its durable record. The
+loop state lives in sensory memory (JSON).
+
+A request may carry (as extra fields of :class:`ChatRequestEvent`): ``max_iterations`` (the
+loop's bound), ``tools_in_text`` (offer no tools natively: the caller describes them in the
+prompt, as text ReAct does) and ``trace`` (the final response's ``extra_args`` get
+``reasoning`` and ``tool_trace``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -29,12 +39,108 @@ from flink_agents.api.events.context_retrieval_event import (
 )
 from flink_agents.api.events.event import Event
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
+from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.tools.tool import Tool
 from flink_agents.api.vector_stores.vector_store import VectorStoreQuery
-from flink_agents.errors import ModelCallError, ResourceError, UnknownToolError
+from flink_agents.errors import InterceptorError, ModelCallError, ResourceError, UnknownToolError
+from flink_agents.plan.behaviours import run_chain, run_hooks
 
 _LOOP = "_tool_loop"
+
+
+def _chain(ctx: RunnerContext, kind: str) -> list[tuple[str, Any]]:
+    plan = getattr(ctx, "agent_plan", None)
+    return plan.interceptor_chain(kind) if plan is not None else []
+
+
+def _hooks(ctx: RunnerContext, point: HookPoint) -> list[tuple[str, Any]]:
+    plan = getattr(ctx, "agent_plan", None)
+    return plan.hooks_at(point.value) if plan is not None else []
+
+
+async def call_model(
+    ctx: RunnerContext,
+    model: str,
+    messages: list[ChatMessage],
+    *,
+    prompt_args: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    offer_tools: bool = True,
+) -> ChatMessage:
+    """Call chat model setup ``model`` through the model interceptors, durably: the one
+    place a model is called."""
+    setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    chain = _chain(ctx, "model")
+    if not chain and offer_tools:
+        # The setup's own call, as before interceptors existed. Passed only when given: a
+        # custom setup whose achat predates prompt_args still works.
+        if prompt_args:
+            options = {**(options or {}), "prompt_args": prompt_args}
+        return await ctx.durable_execute_async(setup.achat, messages, **(options or {}))  # type: ignore[attr-defined]
+    return await ctx.durable_execute_async(
+        _intercepted_model_call,
+        setup,
+        chain,
+        ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
+        prompt_args or {},
+        offer_tools,
+    )
+
+
+async def _intercepted_model_call(
+    setup: Any,
+    chain: list[tuple[str, Any]],
+    request: ModelCallRequest,
+    prompt_args: dict[str, Any],
+    offer_tools: bool,
+) -> ChatMessage:
+    """What the durable record of an intercepted model call wraps: request built, chain
+    run, connection called."""
+    if offer_tools and setup.tools:
+        # Looking tools up may create resources (an MCP server connects): off the loop.
+        request.tools = await asyncio.to_thread(setup.get_tools)
+    request.messages = setup.prepare_messages(request.messages, prompt_args)
+    request.options = {**setup.model_kwargs, **request.options}
+
+    async def terminal(req: ModelCallRequest) -> ChatMessage:
+        reply: ChatMessage = await setup.get_connection().achat(
+            req.messages, req.tools or None, **req.options
+        )
+        return reply
+
+    reply: ChatMessage = await run_chain("model", chain, request, terminal)
+    if not isinstance(reply, ChatMessage):
+        # A cache or guardrail may answer with text.
+        reply = ChatMessage(role=MessageRole.ASSISTANT, content=str(reply))
+    return reply
+
+
+async def call_tool(
+    ctx: RunnerContext, tool: Tool, name: str, arguments: dict[str, Any], call_id: str
+) -> Any:
+    """Call ``tool`` through the tool interceptors, durably: the one place a tool is called
+    (checks that must happen before any tool runs go right before this call)."""
+    chain = _chain(ctx, "tool")
+    if not chain:
+        return await ctx.durable_execute_async(tool.acall, **arguments)
+    request = ToolCallRequest(
+        tool_name=name, arguments=arguments, call_id=call_id, tool=tool, key=ctx.key
+    )
+    return await ctx.durable_execute_async(_intercepted_tool_call, chain, request)
+
+
+async def _intercepted_tool_call(chain: list[tuple[str, Any]], request: ToolCallRequest) -> Any:
+    """What the durable record of an intercepted tool call wraps."""
+
+    async def terminal(req: ToolCallRequest) -> Any:
+        if req.tool is None:
+            raise UnknownToolError(f"unknown tool {req.tool_name!r}")
+        return await req.tool.acall(**req.arguments)
+
+    return await run_chain("tool", chain, request, terminal)
 
 
 def _schema_kwargs(output_schema: Any) -> dict[str, Any]:
@@ -61,6 +167,8 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             "prompt_args": dict(event.prompt_args),
             # A request may bound its own tool loop (ReActAgent does).
             "max_iterations": (event.model_extra or {}).get("max_iterations"),
+            "tools_in_text": bool((event.model_extra or {}).get("tools_in_text")),
+            "trace": bool((event.model_extra or {}).get("trace")),
         }
     elif isinstance(event, ToolResponseEvent):
         path = f"{_LOOP}.{event.request_id}"
@@ -99,26 +207,47 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             model=state["model"],
         )
     state["iterations"] += 1
-    setup = ctx.get_resource(state["model"], ResourceType.CHAT_MODEL)
     messages = [
         m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m)
         for m in state["messages"]
     ]
-    prompt_args = state.get("prompt_args") or {}
-    # Passed only when given: a custom setup whose achat predates prompt_args still works.
-    if prompt_args:
-        response: ChatMessage = await ctx.durable_execute_async(
-            setup.achat,  # type: ignore[attr-defined]
-            messages,
-            prompt_args=prompt_args,
-            **state["schema"],
+    before = _hooks(ctx, HookPoint.BEFORE_MODEL)
+    hc = None
+    if before:
+        hc = HookContext(
+            point=HookPoint.BEFORE_MODEL,
+            key=ctx.key,
+            memory=ctx.short_term_memory,
+            model=state["model"],
+            messages=messages,
+            iteration=state["iterations"],
         )
+        await run_hooks(before, hc)
+        messages = hc.messages
+    if hc is not None and hc.stopped:
+        response = _as_answer(hc.answer)
     else:
-        response = await ctx.durable_execute_async(
-            setup.achat,  # type: ignore[attr-defined]
+        response = await call_model(
+            ctx,
+            state["model"],
             messages,
-            **state["schema"],
+            prompt_args=state.get("prompt_args") or None,
+            options=state["schema"],
+            offer_tools=not state.get("tools_in_text"),
         )
+        after = _hooks(ctx, HookPoint.AFTER_MODEL)
+        if after:
+            hc = HookContext(
+                point=HookPoint.AFTER_MODEL,
+                key=ctx.key,
+                memory=ctx.short_term_memory,
+                model=state["model"],
+                messages=messages,
+                response=response,
+                iteration=state["iterations"],
+            )
+            await run_hooks(after, hc)
+            response = _as_answer(hc.answer) if hc.stopped else (hc.response or response)
     if response.tool_calls:
         calls = [
             _normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)
@@ -131,9 +260,39 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         ctx.sensory_memory.set(f"{_LOOP}.{request.id}", state)
         ctx.send_event(request)
         return
+    if state.get("trace"):
+        response = response.model_copy(
+            update={"extra_args": {**response.extra_args, **_trace(messages)}}
+        )
     ctx.send_event(
         ChatResponseEvent(request_id=state["request_id"], response=response)  # type: ignore[arg-type]
     )
+
+
+def _as_answer(answer: Any) -> ChatMessage:
+    """A hook's final answer as the loop's last reply (no tool calls: the loop ends)."""
+    if isinstance(answer, ChatMessage):
+        return answer.model_copy(update={"tool_calls": []})
+    return ChatMessage(role=MessageRole.ASSISTANT, content=str(answer))
+
+
+def _trace(messages: list[ChatMessage]) -> dict[str, Any]:
+    """The reasoning (assistant text next to tool calls) and tool calls of a finished loop."""
+    reasoning = [m.content for m in messages if m.role == MessageRole.ASSISTANT and m.content]
+    results = {m.extra_args.get("tool_call_id"): m for m in messages if m.role == MessageRole.TOOL}
+    calls = []
+    for m in messages:
+        for call in m.tool_calls if m.role == MessageRole.ASSISTANT else []:
+            result = results.get(call.get("id"))
+            calls.append(
+                {
+                    "tool": (call.get("function") or {}).get("name"),
+                    "arguments": (call.get("function") or {}).get("arguments"),
+                    "result": result.content if result is not None else None,
+                    "is_error": bool(result is not None and result.extra_args.get("is_error")),
+                }
+            )
+    return {"reasoning": reasoning, "tool_trace": calls}
 
 
 def _normalize_call(call: dict[str, Any], index: int, iteration: int) -> dict[str, Any]:
@@ -180,10 +339,12 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool = ctx.get_resource(name, ResourceType.TOOL)
                 except ResourceError as exc:
                     raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
-            result = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[union-attr]
+            result = await call_tool(ctx, tool, name, args, call_id)  # type: ignore[arg-type]
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
             responses[call_id] = to_jsonable_python(result, fallback=str)
+        except InterceptorError:
+            raise  # the interceptor's own failure follows the error strategy
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
             errors[call_id] = message

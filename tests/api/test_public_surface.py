@@ -10,12 +10,28 @@ import textwrap
 import pytest
 
 PUBLIC = {
-    "flink_agents.api.agents.agent": {"Agent", "ActionDefinition", "resource_type_of"},
+    "flink_agents.api.agents.agent": {
+        "Agent",
+        "ActionDefinition",
+        "HookDefinition",
+        "InterceptorDefinition",
+        "interceptor_name",
+        "resource_type_of",
+    },
     "flink_agents.api.agents.react_agent": {
         "ReActAgent",
         "parse_output",
+        "react_observe_action",
         "react_start_action",
         "react_stop_action",
+    },
+    "flink_agents.api.agents.text_react": {"ReActStep", "parse_react", "tools_prompt"},
+    "flink_agents.api.hooks": {"HookContext", "HookPoint"},
+    "flink_agents.api.interceptors": {
+        "ModelCallRequest",
+        "ModelInterceptor",
+        "ToolCallRequest",
+        "ToolInterceptor",
     },
     "flink_agents.api.core_options": {
         "AgentConfigOptions",
@@ -35,9 +51,12 @@ PUBLIC = {
         "chat_model_setup",
         "embedding_model_connection",
         "embedding_model_setup",
+        "hook",
         "mcp_server",
+        "model_interceptor",
         "prompt",
         "tool",
+        "tool_interceptor",
         "vector_store",
     },
     "flink_agents.api.resource": {
