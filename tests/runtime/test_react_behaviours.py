@@ -1,0 +1,191 @@
+"""ReActAgent behaviours: text ReAct, RETRY asking again, reasoning, input schema, names."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from flink_agents.api.agents.react_agent import ReActAgent
+from flink_agents.api.agents.text_react import parse_react, tools_prompt
+from flink_agents.api.resource import ResourceDescriptor
+from flink_agents.api.tools.function_tool import FunctionTool
+from flink_agents.errors import InputSchemaError, OutputSchemaError
+from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing import ScriptedChatModelConnection, ScriptedChatModelSetup
+from tests.runtime import agents
+from tests.runtime import behaviour_agents as ba
+from tests.runtime.test_chat_and_react import run
+
+
+class Question(BaseModel):
+    """An input schema."""
+
+    text: str
+    urgent: bool = False
+
+
+def react(replies, tools=("add",), **kw):
+    setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn", tools=list(tools))
+    agent = ReActAgent(chat_model=setup, **kw)
+    agent.add_resource("add", agents.add)
+    conn = ResourceDescriptor(
+        clazz=ScriptedChatModelConnection, replies=list(replies), name="react", cycle=True
+    )
+    return agent, {"conn": conn}
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    ba.reset()
+
+
+# -- the text ReAct parser ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Thought: add\nAction: add\nAction Input: {"a": 2, "b": 3}',
+        "```\nThought: add\nAction: add\nAction Input: {'a': 2, 'b': 3}\n```\nI hope it helps.",
+        'Action: `add`\nAction Input: ```json\n{"a": 2, "b": 3}\n```\nObservation: 5\nAnswer: 5',
+        'Thought: add\nAction: add\nAction Input: {"a": 2, "b": 3} and then I will answer',
+    ],
+)
+def test_parser_reads_actions_despite_quirks(reply):
+    step = parse_react(reply)
+    assert (step.action, step.action_input, step.answer) == ("add", {"a": 2, "b": 3}, None)
+
+
+def test_parser_reads_answers_and_rejects_the_rest():
+    assert parse_react("Thought: easy\nFinal Answer: 42").answer == "42"
+    assert parse_react('Answer: {"x": {"y": 1}}').answer == '{"x": {"y": 1}}'
+    assert parse_react("Thought: hm\nAnswer: 5").thought == "hm"
+    with pytest.raises(ValueError, match="neither 'Action:'"):
+        parse_react("The answer is five.")
+    with pytest.raises(ValueError, match="not a complete JSON object"):
+        parse_react("Action: add\nAction Input: {'a': 2")
+
+
+def test_tools_prompt_describes_tools_and_the_format():
+    text = tools_prompt([FunctionTool.from_callable(agents.add)])
+    assert "- add: Add two numbers." in text and '"a"' in text and "Action Input:" in text
+
+
+# -- text ReAct through the agent ----------------------------------------------------------------
+def text_script(messages, tools):
+    """A model without native tools: checks it was offered none and that the observation
+    came back, then answers."""
+    assert tools == [], "text mode must not offer tools natively"
+    assert "- add: Add two numbers." in messages[0].content
+    last = messages[-1].content
+    if last.startswith("Observation: 5"):
+        return "Thought: the tool said 5\nAnswer: 5"
+    if last.startswith("Observation: invalid reply"):
+        return "```\nThought: use the tool\nAction: add\nAction Input: {'a': 2, 'b': 3}\n```"
+    return "I think it is five"  # malformed: no Action, no Answer
+
+
+def test_text_react_runs_tools_from_parsed_replies_and_recovers_from_bad_ones():
+    setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn", tools=["add"])
+    agent = ReActAgent(chat_model=setup, tool_calling="text", return_reasoning=True, name="adder")
+    agent.add_resource("add", agents.add)
+    conn = ResourceDescriptor(clazz=ScriptedChatModelConnection, respond=text_script, name="t")
+    out = run(agent, [{"key": "q", "value": "2 + 3?"}], {"conn": conn})
+    assert out == [
+        {
+            "output": "5",
+            "reasoning": ["use the tool", "the tool said 5"],
+            "tool_trace": [
+                {"tool": "add", "arguments": {"a": 2, "b": 3}, "result": "5", "is_error": False}
+            ],
+        }
+    ]
+    assert ScriptedChatModelConnection.call_counts["t"] == 3  # bad reply, action, answer
+
+
+def test_text_react_that_never_parses_ends_at_max_iterations_naming_the_last_reply():
+    agent, resources = react(["gibberish reply"], tool_calling="text", max_iterations=3)
+    with pytest.raises(OutputSchemaError, match=r"after 3 model calls.*'gibberish reply'"):
+        run(agent, [{"key": "q", "value": "x"}], resources)
+    assert ScriptedChatModelConnection.call_counts["react"] == 3
+
+
+def test_text_react_with_output_schema_and_tool_interceptor():
+    agent, resources = react(
+        [
+            'Action: add\nAction Input: {"a": 1, "b": 1}',
+            'Answer: {"total": 3, "explanation": "1 + (1+1)"}',
+        ],
+        tool_calling="text",
+        output_schema=agents.Answer,
+        tool_interceptors=[ba.block_dangerous_tools],  # adds 1 to b
+    )
+    out = run(agent, [{"key": "q", "value": "x"}], resources)
+    assert out == [agents.Answer(total=3, explanation="1 + (1+1)")]
+    assert ba.SEEN["tool_interceptor"] == [("add", {"a": 1, "b": 1})]
+
+
+# -- ReAct details -------------------------------------------------------------------------------
+def test_configured_retry_asks_the_model_again_with_the_problem():
+    agent, resources = react(
+        ["not json", '{"total": 3, "explanation": "ok"}'],
+        output_schema=agents.Answer,
+        retry_wait=0,
+    )
+    out = run(
+        agent, [{"key": "q", "value": "x"}], resources, **{"error-handling-strategy": "retry"}
+    )
+    assert out == [agents.Answer(total=3, explanation="ok")]
+    assert ScriptedChatModelConnection.call_counts["react"] == 2
+
+
+def test_native_return_reasoning_has_the_tool_trace():
+    from flink_agents.testing import tool_call
+
+    reply = tool_call("add", call_id="c1", a=2, b=2)
+    reply["content"] = "adding first"
+    agent, resources = react([reply, "4"], return_reasoning=True)
+    out = run(agent, [{"key": "q", "value": "2+2"}], resources)
+    assert out == [
+        {
+            "output": "4",
+            "reasoning": ["adding first"],
+            "tool_trace": [
+                {"tool": "add", "arguments": {"a": 2, "b": 2}, "result": "4", "is_error": False}
+            ],
+        }
+    ]
+
+
+def test_input_schema_validates_inputs_under_the_error_strategy():
+    agent, resources = react(["fine"], input_schema=Question)
+    good = [{"key": "a", "value": {"text": "hi"}}, {"key": "b", "value": '{"text": "json"}'}]
+    assert run(agent, good, resources) == ["fine", "fine"]
+    agent, resources = react(["fine"], input_schema=Question)
+    with pytest.raises(InputSchemaError, match=r"Question: text: Field required"):
+        run(agent, [{"key": "a", "value": {"txt": "typo"}}], resources)
+    agent, resources = react(["fine"], input_schema=Question)
+    out = run(
+        agent,
+        [{"key": "a", "value": {"urgent": "very"}}, {"key": "a", "value": {"text": "ok"}}],
+        resources,
+        **{"error-handling-strategy": "ignore"},
+    )
+    assert out == ["fine"]
+
+
+def test_bad_react_arguments_are_clear_errors():
+    setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn")
+    with pytest.raises(ValueError, match="tool_calling must be one of"):
+        ReActAgent(chat_model=setup, tool_calling="json")
+    with pytest.raises(ValueError, match="max_iterations must be at least 1"):
+        ReActAgent(chat_model=setup, max_iterations=0)
+    with pytest.raises(TypeError, match="input_schema must be a pydantic model class"):
+        ReActAgent(chat_model=setup, input_schema=dict)
+
+
+def test_agent_name_and_description_are_in_the_plan():
+    setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn")
+    agent = ReActAgent(chat_model=setup, name="helper", description="Answers questions.")
+    conn = ResourceDescriptor(clazz=ScriptedChatModelConnection, replies=[])
+    plan = AgentPlan.from_agent(agent, resources={conn.clazz.resource_type(): {"conn": conn}})
+    again = AgentPlan.model_validate_json(plan.model_dump_json())
+    assert (again.name, again.description) == ("helper", "Answers questions.")
