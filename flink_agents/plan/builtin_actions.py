@@ -19,7 +19,9 @@ loop state lives in sensory memory (JSON).
 A request may carry (as extra fields of :class:`ChatRequestEvent`): ``max_iterations`` (the
 loop's bound), ``tools_in_text`` (offer no tools natively: the caller describes them in the
 prompt, as text ReAct does) and ``trace`` (the final response's ``extra_args`` get
-``reasoning`` and ``tool_trace``).
+``reasoning`` and ``tool_trace``) and ``chat_history`` (a
+:class:`~flink_agents.api.chat_history.ChatHistory` or its dict: the key's conversation is
+put before the request's messages and the finished exchange added to it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from flink_agents.api.chat_history import (
+    ChatHistory,
+    history_turn,
+    summary_message,
+    summary_request,
+    with_history,
+)
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.core_options import AgentConfigOptions
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
@@ -170,6 +179,15 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             "tools_in_text": bool((event.model_extra or {}).get("tools_in_text")),
             "trace": bool((event.model_extra or {}).get("trace")),
         }
+        history_spec = (event.model_extra or {}).get("chat_history")
+        if history_spec is not None:
+            history = _history_spec(history_spec)
+            state["history"] = history.model_dump()
+            state["history_users"] = [
+                m.content for m in state["messages"] if m.role == MessageRole.USER
+            ]
+            stored = history.load(ctx.short_term_memory.get(history.memory_path))
+            state["messages"] = with_history(state["messages"], stored)
     elif isinstance(event, ToolResponseEvent):
         path = f"{_LOOP}.{event.request_id}"
         stored = ctx.sensory_memory.get(path)
@@ -260,6 +278,8 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         ctx.sensory_memory.set(f"{_LOOP}.{request.id}", state)
         ctx.send_event(request)
         return
+    if state.get("history"):
+        await _save_history(ctx, state, response)
     if state.get("trace"):
         response = response.model_copy(
             update={"extra_args": {**response.extra_args, **_trace(messages)}}
@@ -267,6 +287,41 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     ctx.send_event(
         ChatResponseEvent(request_id=state["request_id"], response=response)  # type: ignore[arg-type]
     )
+
+
+def _history_spec(spec: Any) -> ChatHistory:
+    if isinstance(spec, ChatHistory):
+        return spec
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return ChatHistory(max_messages=spec)
+    return ChatHistory.model_validate(spec)
+
+
+async def _save_history(ctx: RunnerContext, state: dict[str, Any], answer: ChatMessage) -> None:
+    """Add the finished exchange to the key's history, bounded (dropped or summarized)."""
+    history = ChatHistory.model_validate(state["history"])
+    turn = [ChatMessage(role=MessageRole.USER, content=c) for c in state["history_users"]]
+    messages = [
+        *history.load(ctx.short_term_memory.get(history.memory_path)),
+        *history_turn(turn, answer),
+    ]
+    ctx.short_term_memory.set(
+        history.memory_path,
+        history.dump(await bound_history(ctx, history, state["model"], messages)),
+    )
+
+
+async def bound_history(
+    ctx: RunnerContext, history: ChatHistory, model: str, messages: list[ChatMessage]
+) -> list[ChatMessage]:
+    """``messages`` within the history's bounds: oldest turns dropped or summarized."""
+    if not history.over(messages):
+        return messages
+    older, kept = history.split(messages)
+    if history.overflow == "summarize" and older:
+        summary = await call_model(ctx, model, summary_request(older), offer_tools=False)
+        return [summary_message(summary.content), *kept]
+    return kept
 
 
 def _as_answer(answer: Any) -> ChatMessage:

@@ -25,7 +25,21 @@ PUBLIC = {
         "react_start_action",
         "react_stop_action",
     },
-    "flink_agents.api.agents.text_react": {"ReActStep", "parse_react", "tools_prompt"},
+    "flink_agents.api.agents.text_react": {
+        "ReActStep",
+        "match_tool",
+        "observation",
+        "parse_react",
+        "tools_prompt",
+    },
+    "flink_agents.api.chat_history": {
+        "ChatHistory",
+        "estimate_tokens",
+        "history_turn",
+        "summary_message",
+        "summary_request",
+        "with_history",
+    },
     "flink_agents.api.hooks": {"HookContext", "HookPoint"},
     "flink_agents.api.interceptors": {
         "ModelCallRequest",

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from flink_agents.api.agents.agent import Agent
+from flink_agents.api.chat_history import ChatHistory
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.decorators import action, hook, model_interceptor, tool
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
@@ -245,3 +246,75 @@ class DecoratedAgent(Agent):
             x: x.
         """
         return x
+
+
+# -- one agent with every behaviour (the MiniCluster job) ---------------------------------
+def text_react_script(messages: list[ChatMessage], tools: list[Any]) -> str:
+    """A text ReAct model: the question names what to do; one malformed reply for 'add'.
+    Echoed answers count the earlier questions the chat history put before this one."""
+    questions = [
+        m.content
+        for m in messages
+        if m.role == MessageRole.USER and not m.content.startswith("Observation:")
+    ]
+    question = questions[-1]
+    last = messages[-1].content
+    if last.startswith("Observation: invalid reply"):
+        return "```\nThought: use add\nAction: add\nAction Input: {'a': 2, 'b': 3}\n```"
+    if last.startswith("Observation:"):
+        return f"Thought: done\nAnswer: {last.splitlines()[0][len('Observation: ') :]}"
+    if question.startswith("add"):
+        return "I would rather not follow the format"
+    if question.startswith("delete_all"):
+        return 'Action: delete_all\nAction Input: {"table": "users"}'
+    return f"Answer: echo:{question} #{len(questions) - 1}"
+
+
+def after_agent_keyed(hc: HookContext) -> None:
+    _trail(hc, "after_agent")
+    hc.outputs[:] = [{"key": hc.key, "out": o, "trail": hc.memory.get("trail")} for o in hc.outputs]
+
+
+def every_behaviour_agent(count_file: str | None = None) -> Agent:
+    """Text ReAct with a redacting and a caching model interceptor, a tool-blocking tool
+    interceptor and hooks at every point."""
+    from flink_agents.api.agents.react_agent import ReActAgent
+    from flink_agents.api.prompts.prompt import Prompt
+
+    setup = ResourceDescriptor(
+        clazz=ScriptedChatModelSetup, connection="conn", tools=["add", "delete_all"]
+    )
+    agent = ReActAgent(
+        chat_model=setup,
+        prompt=Prompt.from_text("{q}"),
+        tool_calling="text",
+        max_iterations=4,
+        chat_history=ChatHistory(max_messages=4),
+        model_interceptors=[redact_emails, cache_replies],
+        tool_interceptors=[block_dangerous_tools],
+        name="every-behaviour",
+    )
+    agent.add_resource(
+        "conn",
+        ResourceDescriptor(
+            clazz=ScriptedChatModelConnection,
+            respond=text_react_script,
+            name="every",
+            count_file=count_file,
+        ),
+    )
+    agent.add_resource("add", add)
+    agent.add_resource("delete_all", delete_all)
+    agent.add_hook("trail_in", "before_agent", before_agent)
+    agent.add_hook("trail_model_in", "before_model", _trail_before_model)
+    agent.add_hook("trail_model_out", "after_model", _trail_after_model)
+    agent.add_hook("trail_out", "after_agent", after_agent_keyed)
+    return agent
+
+
+def _trail_before_model(hc: HookContext) -> None:
+    _trail(hc, f"before_model{hc.iteration}")
+
+
+def _trail_after_model(hc: HookContext) -> None:
+    _trail(hc, f"after_model{hc.iteration}")

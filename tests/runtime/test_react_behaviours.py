@@ -189,3 +189,29 @@ def test_agent_name_and_description_are_in_the_plan():
     plan = AgentPlan.from_agent(agent, resources={conn.clazz.resource_type(): {"conn": conn}})
     again = AgentPlan.model_validate_json(plan.model_dump_json())
     assert (again.name, again.description) == ("helper", "Answers questions.")
+
+
+def _local_model_ready() -> bool:
+    import importlib.util
+
+    from flink_agents.integrations.chat_models.local_llama import model_store
+
+    return (
+        importlib.util.find_spec("llama_cpp") is not None
+        and model_store.default_model_path().is_file()
+    )
+
+
+@pytest.mark.llm
+@pytest.mark.skipif(
+    not _local_model_ready(), reason="the local LLM is not installed (run `make model`)"
+)
+def test_text_react_with_the_real_local_model_does_one_step_arithmetic():
+    from examples import text_react_agent
+
+    agent = text_react_agent.build_agent("local")
+    out = run(agent, [{"key": "q", "value": "What is 17 times 23? Use the multiply tool."}], {})
+    (answer,) = out
+    assert answer["tool_trace"][0]["tool"] == "multiply"
+    assert answer["tool_trace"][0]["result"] in ("391", "391.0")
+    assert "391" in answer["output"]

@@ -38,7 +38,14 @@ from pydantic import BaseModel, ValidationError
 
 from flink_agents.api._function import load_by_value, pickle_by_value
 from flink_agents.api.agents.agent import Agent
-from flink_agents.api.agents.text_react import parse_react, tools_prompt
+from flink_agents.api.agents.text_react import observation, parse_react, tools_prompt
+from flink_agents.api.chat_history import (
+    ChatHistory,
+    history_turn,
+    summary_message,
+    summary_request,
+    with_history,
+)
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.core_options import AgentConfigOptions, ErrorHandlingStrategy
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
@@ -236,14 +243,81 @@ def react_start_action(event: InputEvent, ctx: RunnerContext) -> None:
         messages = [ChatMessage(role=MessageRole.USER, content=str(variables["input"]))]
     if schema:
         messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=_instruction(schema)))
+    history = _history_config(ctx)
+    if history is not None:
+        ctx.sensory_memory.set(
+            f"{_STATE}.turn_users", [m.content for m in messages if m.role == MessageRole.USER]
+        )
+        messages = with_history(
+            messages, history.load(ctx.short_term_memory.get(history.memory_path))
+        )
     if _text_mode(ctx):
         setup = ctx.get_resource(ctx.get_action_config_value("model"), ResourceType.CHAT_MODEL)
         tools = setup.get_tools()  # type: ignore[attr-defined]
         messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=tools_prompt(tools)))
+        ctx.sensory_memory.set(f"{_STATE}.tool_names", [t.name for t in tools])
     ctx.sensory_memory.set(f"{_STATE}.messages", [m.model_dump(mode="json") for m in messages])
     ctx.sensory_memory.set(f"{_STATE}.retries", 0)
     ctx.sensory_memory.set(f"{_STATE}.iterations", 0)
     ctx.send_event(_request(ctx, messages))
+
+
+def _history_config(ctx: RunnerContext) -> ChatHistory | None:
+    spec = ctx.get_action_config_value("chat_history")
+    return ChatHistory.model_validate(spec) if spec else None
+
+
+def _keep_turn(ctx: RunnerContext, content: str, trace: dict[str, Any]) -> bool:
+    """Add the finished turn to the key's history. Returns False when older turns must be
+    summarized first: a summary request was sent, and the output waits for its answer."""
+    history = _history_config(ctx)
+    if history is None:
+        return True
+    users = [
+        ChatMessage(role=MessageRole.USER, content=c)
+        for c in ctx.sensory_memory.get(f"{_STATE}.turn_users") or []
+    ]
+    messages = [
+        *history.load(ctx.short_term_memory.get(history.memory_path)),
+        *history_turn(users, ChatMessage(role=MessageRole.ASSISTANT, content=content)),
+    ]
+    if history.over(messages):
+        older, messages = history.split(messages)
+        if history.overflow == "summarize" and older:
+            request = ChatRequestEvent(
+                model=ctx.get_action_config_value("model"),
+                messages=summary_request(older),
+                tools_in_text=True,  # type: ignore[call-arg]
+            )
+            ctx.sensory_memory.set(
+                f"{_STATE}.summary",
+                {
+                    "request_id": str(request.id),
+                    "kept": history.dump(messages),
+                    "content": content,
+                    "trace": trace,
+                },
+            )
+            ctx.send_event(request)
+            return False
+    ctx.short_term_memory.set(history.memory_path, history.dump(messages))
+    return True
+
+
+def _summarized(event: ChatResponseEvent, ctx: RunnerContext) -> dict[str, Any] | None:
+    """The waiting turn when ``event`` answers the history's summary request."""
+    pending = ctx.sensory_memory.get(f"{_STATE}.summary")
+    if not pending or pending["request_id"] != str(event.request_id):
+        return None
+    history = _history_config(ctx)
+    assert history is not None
+    kept = history.load(pending["kept"])
+    ctx.short_term_memory.set(
+        history.memory_path,
+        history.dump([summary_message(event.response.content or ""), *kept]),
+    )
+    ctx.sensory_memory.set(f"{_STATE}.summary", None)
+    return dict(pending)
 
 
 def _text_mode(ctx: RunnerContext) -> bool:
@@ -294,6 +368,12 @@ def _snippet(content: str) -> str:
 async def react_stop_action(event: ChatResponseEvent, ctx: RunnerContext) -> None:
     """Parse the final answer into the output schema and emit it (text mode: run the
     ReAct step the reply asks for)."""
+    pending = _summarized(event, ctx)
+    if pending is not None:
+        schema = ctx.get_action_config_value("schema")
+        content = pending["content"]
+        _emit(ctx, parse_output(content, schema) if schema else content, pending["trace"])
+        return
     if _text_mode(ctx):
         await _text_step(event, ctx)
         return
@@ -315,9 +395,8 @@ async def _finish(
         except ValueError as exc:
             problem = str(exc)
     if problem is None:
-        if ctx.get_action_config_value("return_reasoning"):
-            output = {"output": output, **trace}
-        ctx.send_event(OutputEvent(output=output))
+        if _keep_turn(ctx, content, trace):
+            _emit(ctx, output, trace)
         return
 
     strategy = _strategy(ctx)
@@ -343,6 +422,12 @@ async def _finish(
             return
         message += f" (after {retries} retries)"
     _fail(event, ctx, message, strategy)
+
+
+def _emit(ctx: RunnerContext, output: Any, trace: dict[str, Any]) -> None:
+    if ctx.get_action_config_value("return_reasoning"):
+        output = {"output": output, **trace}
+    ctx.send_event(OutputEvent(output=output))
 
 
 def _fail(event: Event, ctx: RunnerContext, message: str, strategy: ErrorHandlingStrategy) -> None:
@@ -372,7 +457,7 @@ async def _text_step(event: ChatResponseEvent, ctx: RunnerContext) -> None:
     iterations = int(ctx.sensory_memory.get(f"{_STATE}.iterations") or 0) + 1
     ctx.sensory_memory.set(f"{_STATE}.iterations", iterations)
     try:
-        step = parse_react(content)
+        step = parse_react(content, ctx.sensory_memory.get(f"{_STATE}.tool_names"))
     except ValueError as exc:
         if iterations >= int(ctx.get_action_config_value("max_iterations")):
             _fail(
@@ -441,8 +526,20 @@ def react_observe_action(event: ToolResponseEvent, ctx: RunnerContext) -> None:
     if trace:
         trace[-1] = {**trace[-1], "result": text, "is_error": bool(event.errors)}
         ctx.sensory_memory.set(f"{_STATE}.tool_trace", trace)
-    history = [*_history(ctx), ChatMessage(role=MessageRole.USER, content=f"Observation: {text}")]
+    history = [*_history(ctx), ChatMessage(role=MessageRole.USER, content=observation(text))]
     _send_again(ctx, history)
+
+
+def _history_option(chat_history: ChatHistory | int | None) -> dict[str, Any] | None:
+    if chat_history is None:
+        return None
+    if isinstance(chat_history, bool) or not isinstance(chat_history, (int, ChatHistory)):
+        raise TypeError(
+            f"chat_history must be a ChatHistory or a number of messages, got {chat_history!r}"
+        )
+    if isinstance(chat_history, int):
+        chat_history = ChatHistory(max_messages=chat_history)
+    return chat_history.model_dump()
 
 
 class ReActAgent(Agent):
@@ -465,6 +562,8 @@ class ReActAgent(Agent):
         input_schema: optional pydantic model class every input must match.
         model_interceptors: model interceptors (module-level functions or classes).
         tool_interceptors: tool interceptors.
+        chat_history: keep each key's conversation across its inputs (a
+            :class:`~flink_agents.api.chat_history.ChatHistory`, or a number of messages).
         name: the agent's name.
         description: what the agent does.
     """
@@ -484,6 +583,7 @@ class ReActAgent(Agent):
         input_schema: type[BaseModel] | None = None,
         model_interceptors: list[Any] | tuple[Any, ...] = (),
         tool_interceptors: list[Any] | tuple[Any, ...] = (),
+        chat_history: ChatHistory | int | None = None,
         name: str | None = None,
         description: str | None = None,
     ) -> None:
@@ -519,6 +619,7 @@ class ReActAgent(Agent):
             "tool_calling": tool_calling,
             "return_reasoning": bool(return_reasoning),
             "input_schema": input_spec,
+            "chat_history": _history_option(chat_history),
         }
         self.add_action("react_start_action", [InputEvent], react_start_action, **config)
         self.add_action("react_stop_action", [ChatResponseEvent], react_stop_action, **config)

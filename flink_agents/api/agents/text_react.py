@@ -56,17 +56,41 @@ def tools_prompt(tools: list[Tool]) -> str:
             f"  arguments (JSON schema): {json.dumps(meta.args_schema)}"
         )
     listing = "\n".join(lines) or "(no tools)"
+    names = ", ".join(t.metadata.name for t in tools) or "none"
     return (
         "You answer questions step by step and may use these tools:\n"
         f"{listing}\n\n"
-        "To use a tool, reply exactly in this format and stop:\n"
+        "To use a tool, reply exactly in this format, then stop and wait:\n"
         "Thought: <your reasoning>\n"
-        "Action: <one tool name>\n"
+        f"Action: <the tool name only, one of: {names}>\n"
         'Action Input: <the arguments as a JSON object, e.g. {"a": 1}>\n\n'
-        "You will then get 'Observation: <the tool result>'. When you know the answer, reply:\n"
+        "You will then get 'Observation: <the tool result>'. Never write the observation "
+        "yourself. As soon as you know the answer, reply:\n"
         "Thought: <your reasoning>\n"
         "Answer: <the final answer>"
     )
+
+
+#: Added to each observation: small models otherwise tend to call tools again.
+OBSERVATION_HINT = "If this answers the question, reply now with 'Answer: <the final answer>'."
+
+
+def observation(text: str) -> str:
+    """The user message that gives the model a tool's result."""
+    return f"Observation: {text}\n{OBSERVATION_HINT}"
+
+
+def match_tool(name: str, tool_names: list[str]) -> str:
+    """The offered tool ``name`` means: itself, a case-insensitive match, or the one tool
+    whose name appears in it as a word (small models write "Action: multiply 17 by 23");
+    else ``name`` unchanged (the tool call then fails with an unknown-tool observation)."""
+    if name in tool_names:
+        return name
+    lowered = {t.lower(): t for t in tool_names}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    found = [t for t in tool_names if re.search(rf"\b{re.escape(t)}\b", name, re.I)]
+    return found[0] if len(found) == 1 else name
 
 
 def _loads(text: str) -> Any:
@@ -112,8 +136,8 @@ def _json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"Action Input is not a complete JSON object: {text[start:].strip()!r}")
 
 
-def parse_react(reply: str) -> ReActStep:
-    """Parse one model reply.
+def parse_react(reply: str, tool_names: list[str] | None = None) -> ReActStep:
+    """Parse one model reply (``tool_names``: the offered tools, to match loose names).
 
     Raises:
         ValueError: the reply has neither an answer nor an action (the message says what
@@ -135,6 +159,8 @@ def parse_react(reply: str) -> ReActStep:
     answer = _ANSWER.search(text)
     if action and (answer is None or action.start() < answer.start()):
         name = action.group(1).strip().strip("`'\"")
+        if tool_names:
+            name = match_tool(name, tool_names)
         given = _INPUT.search(text, action.end())
         arguments = _json_object(given.group(1)) if given else {}
         return ReActStep(thought=thought, action=name, action_input=arguments)
