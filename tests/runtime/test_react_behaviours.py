@@ -215,3 +215,101 @@ def test_text_react_with_the_real_local_model_does_one_step_arithmetic():
     assert answer["tool_trace"][0]["tool"] == "multiply"
     assert answer["tool_trace"][0]["result"] in ("391", "391.0")
     assert "391" in answer["output"]
+
+
+# -- chat history ----------------------------------------------------------------------------------
+def recall(messages, tools):
+    """Answers with the user questions it was sent (oldest first) and any summary."""
+    if messages[0].content.startswith("Summarize the conversation"):
+        return "S[" + messages[-1].content.replace("\n", "/") + "]"
+    summary = [m.content for m in messages if m.content.startswith("Summary of")]
+    users = [m.content for m in messages if m.role.value == "user"]
+    return "|".join(summary + users)
+
+
+def history_agent(history):
+    setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn")
+    agent = ReActAgent(chat_model=setup, chat_history=history)
+    conn = ResourceDescriptor(clazz=ScriptedChatModelConnection, respond=recall, name="h")
+    return agent, {"conn": conn}
+
+
+def test_chat_history_keeps_a_keys_turns_and_drops_the_oldest():
+    from flink_agents.api.chat_history import ChatHistory
+
+    agent, resources = history_agent(ChatHistory(max_messages=4))
+    inputs = [("a", "one"), ("b", "solo"), ("a", "two"), ("a", "three"), ("a", "four")]
+    out = run(agent, [{"key": k, "value": v} for k, v in inputs], resources)
+    assert out == ["one", "solo", "one|two", "one|two|three", "two|three|four"]
+
+
+def test_chat_history_summarizes_the_oldest_turns():
+    from flink_agents.api.chat_history import ChatHistory
+
+    agent, resources = history_agent(ChatHistory(max_messages=3, overflow="summarize"))
+    out = run(agent, [{"key": "a", "value": v} for v in ("one", "two", "three")], resources)
+    assert out == [
+        "one",
+        "one|two",
+        "Summary of the earlier conversation: S[user: one/assistant: one]|two|three",
+    ]
+    # Three answers and two summaries (after the second and the third turn).
+    assert ScriptedChatModelConnection.call_counts["h"] == 5
+
+
+def test_chat_history_bounded_by_tokens():
+    from flink_agents.api.chat_history import ChatHistory, estimate_tokens
+
+    agent, resources = history_agent(ChatHistory(max_messages=None, max_tokens=30))
+    words = ["x" * 40, "y" * 40, "z" * 40]
+    out = run(agent, [{"key": "a", "value": w} for w in words], resources)
+    # Each turn is ~2 * (10 + 4) tokens: only the newest turn fits in 30.
+    assert out == [words[0], f"{words[0]}|{words[1]}", f"{words[1]}|{words[2]}"]
+    assert estimate_tokens([]) == 0
+
+
+def test_chat_history_of_the_built_in_chat_action():
+    from flink_agents.api.agents.agent import Agent
+    from flink_agents.api.chat_history import ChatHistory
+    from flink_agents.api.events.chat_event import ChatResponseEvent
+    from flink_agents.api.events.event import InputEvent
+    from tests.runtime.test_interceptors_hooks import run as run_pairs
+
+    agent = Agent()
+    agent.add_action("ask", [InputEvent], ask_with_history)
+    agent.add_action("answer", [ChatResponseEvent], ba.answer)
+    out = run_pairs(
+        agent, [("k", "first"), ("j", "other"), ("k", "second")], ba.scripted_model(respond=recall)
+    )
+    assert out == ["first", "other", "first|second"]
+    assert ChatHistory(max_messages=10).memory_path == "_chat_history.default"
+
+
+def ask_with_history(event, ctx):
+    from flink_agents.api.chat_history import ChatHistory
+    from flink_agents.api.chat_message import ChatMessage
+    from flink_agents.api.events.chat_event import ChatRequestEvent
+
+    ctx.send_event(
+        ChatRequestEvent(
+            model="model",
+            messages=[ChatMessage(content=str(event.input))],
+            chat_history=ChatHistory(max_messages=10).model_dump(),
+        )
+    )
+
+
+def test_bad_chat_history_settings_are_clear_errors():
+    from pydantic import ValidationError
+
+    from flink_agents.api.chat_history import ChatHistory
+
+    with pytest.raises(ValidationError, match="needs max_messages or max_tokens"):
+        ChatHistory(max_messages=None)
+    with pytest.raises(ValidationError, match="greater than or equal to 2"):
+        ChatHistory(max_messages=1)
+    with pytest.raises(ValidationError, match="overflow"):
+        ChatHistory(overflow="forget")
+    setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn")
+    with pytest.raises(TypeError, match="chat_history must be a ChatHistory"):
+        ReActAgent(chat_model=setup, chat_history="lots")
