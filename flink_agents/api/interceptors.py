@@ -73,8 +73,8 @@ class ToolCallRequest:
         tool_name: the name the model called the tool by.
         arguments: the arguments (a dict; change them freely).
         call_id: the id of the model's tool call.
-        tool: the tool that will be called (None when no such tool exists; the last link
-            then raises :class:`~flink_agents.errors.UnknownToolError`).
+        tool: the tool that will be called (an interceptor may swap it; None makes the last
+            link raise :class:`~flink_agents.errors.UnknownToolError`).
         key: the key of the input being processed.
     """
 

@@ -58,6 +58,8 @@ from flink_agents.errors import InterceptorError, ModelCallError, ResourceError,
 from flink_agents.plan.behaviours import run_chain, run_hooks
 
 _LOOP = "_tool_loop"
+#: ``extra_args`` flag of a reply a hook gave as the final answer (``hc.stop``).
+FINAL_ANSWER = "final_answer"
 
 
 def _chain(ctx: RunnerContext, kind: str) -> list[tuple[str, Any]]:
@@ -326,9 +328,11 @@ async def bound_history(
 
 def _as_answer(answer: Any) -> ChatMessage:
     """A hook's final answer as the loop's last reply (no tool calls: the loop ends)."""
-    if isinstance(answer, ChatMessage):
-        return answer.model_copy(update={"tool_calls": []})
-    return ChatMessage(role=MessageRole.ASSISTANT, content=str(answer))
+    if not isinstance(answer, ChatMessage):
+        answer = ChatMessage(role=MessageRole.ASSISTANT, content=str(answer))
+    # Marked so that a caller parsing replies (text ReAct) takes it as the final answer.
+    extra = {**answer.extra_args, FINAL_ANSWER: True}
+    return answer.model_copy(update={"tool_calls": [], "extra_args": extra})
 
 
 def _trace(messages: list[ChatMessage]) -> dict[str, Any]:

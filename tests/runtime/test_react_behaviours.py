@@ -313,3 +313,11 @@ def test_bad_chat_history_settings_are_clear_errors():
     setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn")
     with pytest.raises(TypeError, match="chat_history must be a ChatHistory"):
         ReActAgent(chat_model=setup, chat_history="lots")
+
+
+def test_a_hooks_final_answer_ends_text_react_unparsed():
+    agent, resources = react(["never used"], tool_calling="text")
+    agent.add_hook("guard", "before_model", ba.before_model)  # stops on "stop-early"
+    out = run(agent, [{"key": "q", "value": "stop-early"}], resources)
+    assert out == ["answered by before_model"]
+    assert ScriptedChatModelConnection.call_counts.get("react", 0) == 0

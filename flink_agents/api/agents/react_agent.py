@@ -454,6 +454,12 @@ async def _text_step(event: ChatResponseEvent, ctx: RunnerContext) -> None:
     """One text ReAct step: an answer ends the loop, an action is run, anything else goes
     back to the model as an observation."""
     content = event.response.content or ""
+    if event.response.extra_args.get("final_answer"):  # a hook's hc.stop(answer)
+        trace = {
+            k: ctx.sensory_memory.get(f"{_STATE}.{k}") or [] for k in ("reasoning", "tool_trace")
+        }
+        await _finish(event, ctx, content, trace)
+        return
     iterations = int(ctx.sensory_memory.get(f"{_STATE}.iterations") or 0) + 1
     ctx.sensory_memory.set(f"{_STATE}.iterations", iterations)
     try:
