@@ -434,8 +434,9 @@ class AgentPlan(BaseModel):
             actions_by_event=by_event,
             resource_providers=providers,
             config=config.to_dict(),
-            name=getattr(agent, "name", None),
-            description=getattr(agent, "description", None),
+            # Only text: a subclass may use these names for something else (a tool).
+            name=agent.name if isinstance(agent.name, str) else None,
+            description=agent.description if isinstance(agent.description, str) else None,
             interceptors=interceptor_plans,
             hooks=hook_plans,
         )
@@ -450,8 +451,9 @@ class AgentPlan(BaseModel):
     def interceptor_chain(self, kind: str) -> list[tuple[str, Callable[..., Any]]]:
         """``(name, callable (request, call_next))`` of the ``kind`` (``"model"``/``"tool"``)
         interceptors, outermost first; classes are instantiated once per plan object."""
+        resolved = self.__pydantic_private__["_resolved"]  # type: ignore[index]
         key = f"interceptor:{kind}"
-        chain = self._resolved.get(key)
+        chain = resolved.get(key)
         if chain is None:
             chain = []
             for p in self.interceptors:
@@ -460,18 +462,19 @@ class AgentPlan(BaseModel):
                     if isinstance(target, type):
                         target = target().intercept
                     chain.append((p.name, target))
-            self._resolved[key] = chain
+            resolved[key] = chain
         return chain
 
     def hooks_at(self, point: str) -> list[tuple[str, Callable[..., Any]]]:
         """``(name, function)`` of the hooks running at ``point``, in declaration order."""
+        resolved = self.__pydantic_private__["_resolved"]  # type: ignore[index]
         key = f"hook:{point}"
-        hooks = self._resolved.get(key)
+        hooks = resolved.get(key)
         if hooks is None:
             hooks = [
                 (h.name, unwrap(h.func.resolve())) for h in self.hooks.values() if h.point == point
             ]
-            self._resolved[key] = hooks
+            resolved[key] = hooks
         return hooks
 
     def get_resource_provider(self, name: str, rtype: ResourceType) -> ResourceProvider | None:

@@ -64,12 +64,17 @@ FINAL_ANSWER = "final_answer"
 
 def _chain(ctx: RunnerContext, kind: str) -> list[tuple[str, Any]]:
     plan = getattr(ctx, "agent_plan", None)
-    return plan.interceptor_chain(kind) if plan is not None else []
+    # Checked first: the plain field is cheap, the resolved chain is behind a private attr.
+    if plan is None or not plan.interceptors:
+        return []
+    return plan.interceptor_chain(kind)  # type: ignore[no-any-return]
 
 
-def _hooks(ctx: RunnerContext, point: HookPoint) -> list[tuple[str, Any]]:
+def _hooks(ctx: RunnerContext, point: str) -> list[tuple[str, Any]]:
     plan = getattr(ctx, "agent_plan", None)
-    return plan.hooks_at(point.value) if plan is not None else []
+    if plan is None or not plan.hooks:
+        return []
+    return plan.hooks_at(point)  # type: ignore[no-any-return]
 
 
 async def call_model(
@@ -165,6 +170,7 @@ def _schema_kwargs(output_schema: Any) -> dict[str, Any]:
 async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     """Call the model; loop through tool calls until it answers."""
     if isinstance(event, ChatRequestEvent):
+        extra = event.model_extra or {}
         # Messages (and the request id) stay objects until the loop state must be stored
         # (tool calls): most requests are answered at once, and the JSON round trip is the
         # costly part.
@@ -177,11 +183,11 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             # Kept for every model call of the tool loop: the prompt is applied each time.
             "prompt_args": dict(event.prompt_args),
             # A request may bound its own tool loop (ReActAgent does).
-            "max_iterations": (event.model_extra or {}).get("max_iterations"),
-            "tools_in_text": bool((event.model_extra or {}).get("tools_in_text")),
-            "trace": bool((event.model_extra or {}).get("trace")),
+            "max_iterations": extra.get("max_iterations"),
+            "tools_in_text": bool(extra.get("tools_in_text")),
+            "trace": bool(extra.get("trace")),
         }
-        history_spec = (event.model_extra or {}).get("chat_history")
+        history_spec = extra.get("chat_history")
         if history_spec is not None:
             history = _history_spec(history_spec)
             state["history"] = history.model_dump()
@@ -231,7 +237,7 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m)
         for m in state["messages"]
     ]
-    before = _hooks(ctx, HookPoint.BEFORE_MODEL)
+    before = _hooks(ctx, "before_model")
     hc = None
     if before:
         hc = HookContext(
@@ -255,7 +261,7 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             options=state["schema"],
             offer_tools=not state.get("tools_in_text"),
         )
-        after = _hooks(ctx, HookPoint.AFTER_MODEL)
+        after = _hooks(ctx, "after_model")
         if after:
             hc = HookContext(
                 point=HookPoint.AFTER_MODEL,
