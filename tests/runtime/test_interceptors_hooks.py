@@ -219,3 +219,24 @@ def test_plan_json_round_trip_keeps_interceptors_and_hooks():
     assert [n for n, _ in again.hooks_at("before_agent")] == ["h1"]
     bare = AgentPlan.from_agent(ba.chat_agent(), resources=_typed(ba.scripted_model()))
     assert "hooks" not in bare.model_dump() and "interceptors" not in bare.model_dump()
+
+
+def test_interceptors_and_hooks_of_the_job_script_travel_by_value():
+    async def script_interceptor(request, call_next):
+        return await call_next(request)
+
+    def script_hook(hc):
+        hc.memory.set("seen", True)
+
+    for func in (script_interceptor, script_hook):
+        func.__module__ = "__main__"  # as if defined in `python job.py`
+        func.__qualname__ = func.__name__
+    agent = ba.chat_agent(
+        model_interceptors=[script_interceptor], hooks=[("h", "before_agent", script_hook)]
+    )
+    plan = AgentPlan.from_agent(agent, resources=_typed(ba.scripted_model()))
+    assert plan.interceptors[0].func.pickled and plan.hooks["h"].func.pickled
+    assert plan.main_module_references() == []
+    again = AgentPlan.model_validate_json(plan.model_dump_json())
+    assert [n for n, _ in again.interceptor_chain("model")] == ["script_interceptor"]
+    assert callable(again.hooks_at("before_agent")[0][1])
