@@ -503,11 +503,11 @@ class AgentRunner:
         """
         memory = StoredMemoryObject(run.short_term)
         before = HookContext(point=HookPoint.BEFORE_AGENT, key=run.key, memory=memory, input=value)
-        if await self._agent_hook(run, self.plan.hooks_at(HookPoint.BEFORE_AGENT.value), before):
-            if before.stopped:
-                run.result.outputs.append(before.answer)
-            else:
-                await self._run_events(run, before.input)
+        ran = await self._agent_hook(run, self.plan.hooks_at(HookPoint.BEFORE_AGENT.value), before)
+        if ran and before.stopped:
+            run.result.outputs.append(before.answer)
+        else:  # an ignored failure goes on with the input as it came
+            await self._run_events(run, before.input if ran else value)
         after = HookContext(
             point=HookPoint.AFTER_AGENT,
             key=run.key,

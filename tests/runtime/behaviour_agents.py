@@ -318,3 +318,12 @@ def _trail_before_model(hc: HookContext) -> None:
 
 def _trail_after_model(hc: HookContext) -> None:
     _trail(hc, f"after_model{hc.iteration}")
+
+
+def flaky_hook(hc: HookContext) -> None:
+    """Fails on its first call in this process, then marks the memory."""
+    note("flaky", hc.point.value)
+    if len(SEEN["flaky"]) == 1:
+        hc.memory.set("half-done", True)  # rolled back with the failure
+        raise ConnectionError("first call fails")
+    hc.input = f"{hc.input} (retried, half-done={hc.memory.get('half-done')})"

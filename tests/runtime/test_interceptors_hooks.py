@@ -190,9 +190,12 @@ def test_failing_hook_follows_the_error_strategy_with_its_name():
         agent = ba.chat_agent(hooks=[("explosive", point, ba.failing_hook)])
         with pytest.raises(HookError, match=f"{point} hook 'explosive' failed: RuntimeError"):
             run(agent, [("k", "hi")], ba.scripted_model())
-    agent = ba.chat_agent(hooks=[("explosive", "after_agent", ba.failing_hook)])
-    out = run(agent, [("k", "hi")], ba.scripted_model(), **{"error-handling-strategy": "ignore"})
-    assert out == ["echo:hi"]  # outputs as they were without the ignored hook
+    for point in ("before_agent", "after_agent"):
+        agent = ba.chat_agent(hooks=[("explosive", point, ba.failing_hook)])
+        out = run(
+            agent, [("k", "hi")], ba.scripted_model(), **{"error-handling-strategy": "ignore"}
+        )
+        assert out == ["echo:hi"]  # as without the ignored hook
 
 
 def test_bad_hook_and_interceptor_declarations_are_plan_errors():
@@ -240,3 +243,15 @@ def test_interceptors_and_hooks_of_the_job_script_travel_by_value():
     again = AgentPlan.model_validate_json(plan.model_dump_json())
     assert [n for n, _ in again.interceptor_chain("model")] == ["script_interceptor"]
     assert callable(again.hooks_at("before_agent")[0][1])
+
+
+def test_failing_hook_is_retried_under_retry_with_its_memory_changes_rolled_back():
+    agent = ba.chat_agent(hooks=[("flaky", "before_agent", ba.flaky_hook)])
+    out = run(
+        agent,
+        [("k", "hi")],
+        ba.scripted_model(),
+        **{"error-handling-strategy": "retry", "retry-wait-interval": "0.01"},
+    )
+    assert out == ["echo:hi (retried, half-done=None)"]
+    assert ba.SEEN["flaky"] == ["before_agent", "before_agent"]
