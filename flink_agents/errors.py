@@ -14,6 +14,9 @@
      |    +-- CatalogError           an unknown, already existing or still used catalog object
      +-- RuntimeFailure              something failed while a run was executing
      |    +-- ActionError            an action raised (carries key, action, event id)
+ |    |    +-- InterceptorError  a model or tool interceptor raised (carries its name)
+ |    |    +-- HookError         a hook raised (carries its name and point)
+ |    |    +-- InputSchemaError  an input does not match the agent's input schema
      |    +-- ResourceError          a resource could not be found or created
      |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
      |    |                          dimension mismatch, bad filter, missing id)
@@ -236,6 +239,36 @@ class RuntimeFailure(FlinkAgentsError):
 
 class ActionError(RuntimeFailure):
     """An action raised an exception; the original is the ``__cause__``."""
+
+
+class InterceptorError(ActionError):
+    """A model or tool interceptor raised; the original is the ``__cause__``.
+
+    Attributes:
+        name: the interceptor's name.
+    """
+
+    def __init__(self, message: str, *, name: str = "", **location: Any) -> None:
+        self.name = name
+        super().__init__(message, **location)
+
+
+class HookError(ActionError):
+    """A hook raised; the original is the ``__cause__``.
+
+    Attributes:
+        name: the hook's name.
+        point: where it ran (``before_agent``, ``before_model``...).
+    """
+
+    def __init__(self, message: str, *, name: str = "", point: str = "", **location: Any) -> None:
+        self.name = name
+        self.point = point
+        super().__init__(message, **location)
+
+
+class InputSchemaError(ActionError):
+    """An input does not match the agent's ``input_schema``."""
 
 
 class ResourceError(RuntimeFailure):

@@ -13,7 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flink_agents.api.agents.agent import Agent, resource_type_of
+from flink_agents.api._function import unwrap
+from flink_agents.api.agents.agent import (
+    Agent,
+    InterceptorDefinition,
+    interceptor_name,
+    resource_type_of,
+)
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.resource import ResourceType
 
@@ -54,6 +60,7 @@ class AgentsExecutionEnvironment(ABC):
         self._resources: dict[ResourceType, dict[str, Any]] = {}
         self._agents: dict[str, Agent] = {}
         self._yaml_registry: YamlRegistry | None = None
+        self._interceptors: list[InterceptorDefinition] = []
 
     @staticmethod
     def get_execution_environment(
@@ -97,6 +104,33 @@ class AgentsExecutionEnvironment(ABC):
             rtype = ResourceType(resource_type_or_instance)
         self._resources.setdefault(rtype, {})[name] = instance
         return self
+
+    def add_model_interceptor(
+        self, interceptor: Any, name: str | None = None
+    ) -> AgentsExecutionEnvironment:
+        """Add a model interceptor every agent of this environment uses, outside (before)
+        the agents' own (see :mod:`flink_agents.api.interceptors`)."""
+        func = unwrap(interceptor)
+        self._interceptors.append(
+            InterceptorDefinition("model", name or interceptor_name(func), func)
+        )
+        return self
+
+    def add_tool_interceptor(
+        self, interceptor: Any, name: str | None = None
+    ) -> AgentsExecutionEnvironment:
+        """Add a tool interceptor every agent of this environment uses, outside (before)
+        the agents' own (see :mod:`flink_agents.api.interceptors`)."""
+        func = unwrap(interceptor)
+        self._interceptors.append(
+            InterceptorDefinition("tool", name or interceptor_name(func), func)
+        )
+        return self
+
+    @property
+    def interceptors(self) -> list[InterceptorDefinition]:
+        """Interceptors added to the environment, in order."""
+        return self._interceptors
 
     @property
     def resources(self) -> dict[ResourceType, dict[str, Any]]:

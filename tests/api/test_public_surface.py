@@ -10,12 +10,42 @@ import textwrap
 import pytest
 
 PUBLIC = {
-    "flink_agents.api.agents.agent": {"Agent", "ActionDefinition", "resource_type_of"},
+    "flink_agents.api.agents.agent": {
+        "Agent",
+        "ActionDefinition",
+        "HookDefinition",
+        "InterceptorDefinition",
+        "interceptor_name",
+        "resource_type_of",
+    },
     "flink_agents.api.agents.react_agent": {
         "ReActAgent",
         "parse_output",
+        "react_observe_action",
         "react_start_action",
         "react_stop_action",
+    },
+    "flink_agents.api.agents.text_react": {
+        "ReActStep",
+        "match_tool",
+        "observation",
+        "parse_react",
+        "tools_prompt",
+    },
+    "flink_agents.api.chat_history": {
+        "ChatHistory",
+        "estimate_tokens",
+        "history_turn",
+        "summary_message",
+        "summary_request",
+        "with_history",
+    },
+    "flink_agents.api.hooks": {"HookContext", "HookPoint"},
+    "flink_agents.api.interceptors": {
+        "ModelCallRequest",
+        "ModelInterceptor",
+        "ToolCallRequest",
+        "ToolInterceptor",
     },
     "flink_agents.api.core_options": {
         "AgentConfigOptions",
@@ -35,9 +65,12 @@ PUBLIC = {
         "chat_model_setup",
         "embedding_model_connection",
         "embedding_model_setup",
+        "hook",
         "mcp_server",
+        "model_interceptor",
         "prompt",
         "tool",
+        "tool_interceptor",
         "vector_store",
     },
     "flink_agents.api.resource": {

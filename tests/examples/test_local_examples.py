@@ -179,3 +179,16 @@ def test_workflow_agent_outputs_scores_and_reasons_with_memory_between_actions()
         "r2": Res(id="r2", score=1, reasons=["damaged in shipping"]),
         "r3": Res(id="r3", score=3, reasons=["mixed experience"]),
     }
+
+
+def test_text_react_agent_example_parses_acts_and_is_guarded():
+    from examples import text_react_agent
+
+    ScriptedChatModelConnection.reset_counts()
+    out = dict(values(text_react_agent.main()))
+    assert out["q0"]["output"] == "391.0"  # the interceptor stripped the <think> block
+    assert out["q0"]["tool_trace"] == [
+        {"tool": "multiply", "arguments": {"a": 17, "b": 23}, "result": "391.0", "is_error": False}
+    ]
+    assert out["q1"]["output"].startswith("refused: the arguments must be at most one million")
+    assert ScriptedChatModelConnection.call_counts["calc"] == 4

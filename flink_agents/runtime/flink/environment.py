@@ -222,7 +222,9 @@ class FlinkAgentBuilder(AgentBuilder):
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
         agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
-        plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        plan = AgentPlan.from_agent(
+            agent, self._env.get_config(), self._env.resources, self._env.interceptors
+        )
         # Objects of the job script travel by value; what could not be pickled stays a
         # reference by name, which Flink's Python workers cannot import.
         main_refs = plan.main_module_references()

@@ -35,7 +35,9 @@ class LocalAgentBuilder(AgentBuilder):
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_list again")
         agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
-        plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        plan = AgentPlan.from_agent(
+            agent, self._env.get_config(), self._env.resources, self._env.interceptors
+        )
         from flink_agents.runtime.java import check_java_resources
 
         check_java_resources(plan, "local")  # Java resources need a thread-mode Flink worker
