@@ -31,8 +31,14 @@ from flink_agents.api.events.event import Event
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.timeouts import TimeoutOptions, bounded
 from flink_agents.api.vector_stores.vector_store import VectorStoreQuery
-from flink_agents.errors import ModelCallError, ResourceError, UnknownToolError
+from flink_agents.errors import (
+    ModelCallError,
+    ResourceError,
+    ToolRejectedError,
+    UnknownToolError,
+)
 
 _LOOP = "_tool_loop"
 
@@ -105,20 +111,22 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         for m in state["messages"]
     ]
     prompt_args = state.get("prompt_args") or {}
+    achat = bounded(
+        setup.achat,  # type: ignore[attr-defined]
+        _timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT),
+        "chat model",
+        state["model"],
+    )
     # Passed only when given: a custom setup whose achat predates prompt_args still works.
     if prompt_args:
         response: ChatMessage = await ctx.durable_execute_async(
-            setup.achat,  # type: ignore[attr-defined]
+            achat,
             messages,
             prompt_args=prompt_args,
             **state["schema"],
         )
     else:
-        response = await ctx.durable_execute_async(
-            setup.achat,  # type: ignore[attr-defined]
-            messages,
-            **state["schema"],
-        )
+        response = await ctx.durable_execute_async(achat, messages, **state["schema"])
     if response.tool_calls:
         calls = [
             _normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)
@@ -134,6 +142,12 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     ctx.send_event(
         ChatResponseEvent(request_id=state["request_id"], response=response)  # type: ignore[arg-type]
     )
+
+
+def _timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None:
+    """The resource's own ``timeout``, else the option's value (None: no timeout)."""
+    own = getattr(resource, "timeout", None)
+    return own if own is not None else ctx.config.get(option)  # type: ignore[no-any-return]
 
 
 def _normalize_call(call: dict[str, Any], index: int, iteration: int) -> dict[str, Any]:
@@ -180,10 +194,30 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool = ctx.get_resource(name, ResourceType.TOOL)
                 except ResourceError as exc:
                     raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
-            result = await ctx.durable_execute_async(tool.acall, **args)  # type: ignore[union-attr]
+            if getattr(tool, "requires_approval", False):
+                # Pauses the run the first time (see flink_agents.api.approval).
+                decision = await ctx.request_approval(name, args, tool_call_id=call_id)
+                if not decision.approved:
+                    raise ToolRejectedError(
+                        f"the call was rejected by a human reviewer: "
+                        f"{decision.reason or 'no reason given'}"
+                    )
+                if decision.arguments is not None:
+                    args = decision.arguments
+            acall = bounded(
+                tool.acall,  # type: ignore[union-attr]
+                _timeout(tool, ctx, TimeoutOptions.TOOL_TIMEOUT),
+                "tool",
+                name,
+            )
+            result = await ctx.durable_execute_async(acall, **args)
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
             responses[call_id] = to_jsonable_python(result, fallback=str)
+        except ToolRejectedError as exc:
+            message = f"Error: tool {name!r} was not called: {exc}"
+            errors[call_id] = message
+            responses[call_id] = message
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
             errors[call_id] = message

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from flink_agents.api.approval import ApprovalOptions, ApprovalRequest, ApprovalResponse
 from flink_agents.api.core_options import (
     AgentConfigOptions,
     AgentConfiguration,
@@ -38,6 +39,7 @@ from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
 from flink_agents.errors import ActionError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
@@ -67,6 +69,22 @@ class DurableRecord:
     pending: bool = False
 
 
+#: Signatures of the two durable records of an approval step.
+APPROVAL_REQUEST = "flink_agents.approval.request"
+APPROVAL_DECISION = "flink_agents.approval.decision"
+
+
+class RunPaused(BaseException):
+    """Raised through the actions when a run waits for a human decision; a BaseException so
+    that no action's ``except Exception`` swallows it. :meth:`AgentRunner.run` turns it into
+    a paused :class:`RunResult`."""
+
+    def __init__(self, request: ApprovalRequest, call_id: str) -> None:
+        super().__init__(request.request_id)
+        self.request = request
+        self.call_id = call_id
+
+
 @dataclass
 class RunResult:
     """What a run produced, for the host to commit.
@@ -78,6 +96,10 @@ class RunResult:
         memory_deletes: short-term memory paths removed.
         durable_records: durable calls completed in this run, by call id.
         errors: error events of failures the IGNORE strategy let pass.
+        approval: set when the run paused for a human decision: the request (also the one
+            output). The host keeps the input and ``durable_records`` uncommitted and runs
+            the input again once the decision is recorded at ``approval_call_id``.
+        approval_call_id: the durable call id the decision is recorded under.
     """
 
     key: Any
@@ -86,6 +108,8 @@ class RunResult:
     memory_deletes: list[str] = field(default_factory=list)
     durable_records: dict[str, DurableRecord] = field(default_factory=dict)
     errors: list[ErrorEvent] = field(default_factory=list)
+    approval: ApprovalRequest | None = None
+    approval_call_id: str | None = None
 
     def applied_to(self, memory: dict[str, Any]) -> dict[str, Any]:
         """``memory`` (flattened) after this run's changes: a new dict, or ``memory``
@@ -146,7 +170,9 @@ _CALL_INFO: dict[Any, tuple[str, bool]] = {}
 def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
     raw = getattr(func, "__func__", func)
     code = getattr(raw, "__code__", None)
-    if code is None:
+    if code is None or hasattr(raw, "__wrapped__"):
+        # No code, or a wrapper (functools.wraps) whose code all wrapped functions share
+        # (e.g. a call bounded by a timeout): named after the wrapped function, not cached.
         return _signature(raw), inspect.iscoroutinefunction(raw)
     info = _CALL_INFO.get(code)
     if info is None:
@@ -354,6 +380,34 @@ class RunContext(RunnerContext):
         self._run.record(call_id, DurableRecord(signature, result=result))
         return result  # type: ignore[no-any-return]
 
+    # -- approval ---------------------------------------------------------------------------------
+    async def request_approval(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        tool_call_id: str | None = None,
+    ) -> ApprovalResponse:
+        # Two durable records: the request (its id and times stay those of the first run)
+        # and the decision, which the host records when the response (or the timeout) comes.
+        call_id, rec = self._replay(APPROVAL_REQUEST)
+        if rec is not None:
+            request: ApprovalRequest = rec.result
+        else:
+            request = ApprovalRequest.new(
+                self._run.key,
+                tool_name,
+                arguments,
+                tool_call_id,
+                self.config.get(ApprovalOptions.APPROVAL_TIMEOUT),
+            )
+            self._run.record(call_id, DurableRecord(APPROVAL_REQUEST, result=request))
+        call_id, rec = self._replay(APPROVAL_DECISION)
+        if rec is not None:
+            decision: ApprovalResponse = rec.result
+            return decision
+        raise RunPaused(request, call_id)
+
     # -- metrics ---------------------------------------------------------------------------------
     @property
     def agent_metric_group(self) -> SimpleMetricGroup:
@@ -396,13 +450,17 @@ class AgentRunner:
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
         self._unheard: set[str] = set()
+        action_timeout = self.config.get(TimeoutOptions.ACTION_TIMEOUT)
         # Resolved once: the per-event lookups are on the hot path.
-        self._actions_by_event: dict[str, list[tuple[ActionPlan, Callable[..., Any], Any]]] = {
+        self._actions_by_event: dict[
+            str, list[tuple[ActionPlan, Callable[..., Any], Any, float | None]]
+        ] = {
             etype: [
                 (
                     a,
                     a.function,
                     ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
+                    check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
                 )
                 for a in plan.get_actions(etype)
             ]
@@ -445,37 +503,55 @@ class AgentRunner:
         """
         run = _Run(self, key, memory, durable, on_record, on_suspend)
         result = run.result
-        queue: deque[Event] = deque([InputEvent(input=value)])
-        actions_by_event = self._actions_by_event
-        while queue:
-            event = queue.popleft()
-            if isinstance(event, OutputEvent):
-                result.outputs.append(event.output)
-            actions = actions_by_event.get(event.type)
-            if not actions:
-                if not isinstance(event, OutputEvent):
-                    self._warn_unheard(event)
-                continue
-            for action, function, strategy in actions:
-                # The first attempt runs here, not in a coroutine of its own (one per action
-                # is measurable per record); failures and retries go to _failed.
-                ctx = RunContext(run, action, event)
-                marks = run.short_term.mark(), run.sensory.mark()
-                try:
-                    returned = function(event, ctx)
-                    if returned is not None and inspect.isawaitable(returned):
-                        await returned
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
-                    queue.extend(
-                        await self._failed(run, action, function, strategy, event, marks, exc)
-                    )
-                else:
-                    queue.extend(ctx._sent)
-        run.result.memory_updates = run.short_term.updates
-        run.result.memory_deletes = sorted(run.short_term.deletes)
-        return run.result
+        # One try around the loop (free in CPython 3.11+), not a coroutine of its own: the
+        # loop is on the per-record path.
+        try:
+            queue: deque[Event] = deque([InputEvent(input=value)])
+            actions_by_event = self._actions_by_event
+            while queue:
+                event = queue.popleft()
+                if isinstance(event, OutputEvent):
+                    result.outputs.append(event.output)
+                actions = actions_by_event.get(event.type)
+                if not actions:
+                    if not isinstance(event, OutputEvent):
+                        self._warn_unheard(event)
+                    continue
+                for action, function, strategy, timeout in actions:
+                    # The first attempt runs here, not in a coroutine of its own (one per action
+                    # is measurable per record); failures and retries go to _failed.
+                    ctx = RunContext(run, action, event)
+                    marks = run.short_term.mark(), run.sensory.mark()
+                    try:
+                        returned = function(event, ctx)
+                        if returned is not None and inspect.isawaitable(returned):
+                            if timeout is None:
+                                await returned
+                            else:
+                                await _bounded_action(returned, timeout, action)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
+                        queue.extend(
+                            await self._failed(
+                                run, action, function, strategy, timeout, event, marks, exc
+                            )
+                        )
+                    else:
+                        queue.extend(ctx._sent)
+        except RunPaused as pause:
+            # Nothing of the run is committed but its durable records: the resumed run
+            # sends its outputs and memory changes again (up to the pause from the log).
+            return RunResult(
+                key=key,
+                outputs=[pause.request],
+                durable_records=result.durable_records,
+                approval=pause.request,
+                approval_call_id=pause.call_id,
+            )
+        result.memory_updates = run.short_term.updates
+        result.memory_deletes = sorted(run.short_term.deletes)
+        return result
 
     def _warn_unheard(self, event: Event) -> None:
         if event.type in self._unheard:
@@ -504,6 +580,7 @@ class AgentRunner:
         action: ActionPlan,
         function: Callable[..., Any],
         strategy: ErrorHandlingStrategy,
+        timeout: float | None,
         event: Event,
         marks: tuple[Any, Any],
         exc: Exception,
@@ -527,7 +604,10 @@ class AgentRunner:
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
-                        await returned
+                        if timeout is None:
+                            await returned
+                        else:
+                            await _bounded_action(returned, timeout, action)
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise
@@ -550,6 +630,16 @@ class AgentRunner:
             if error is not exc:
                 raise error from exc
             raise exc
+
+
+async def _bounded_action(returned: Awaitable[Any], timeout: float, action: ActionPlan) -> None:
+    """Await an async action's coroutine for at most ``timeout`` seconds (a synchronous
+    action has finished before its timeout could apply)."""
+
+    async def awaited() -> Any:
+        return await returned
+
+    await bounded(awaited, timeout, "action", action.name)()
 
 
 def _jsonable_key(key: Any) -> Any:
