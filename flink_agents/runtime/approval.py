@@ -67,18 +67,22 @@ class PausedRun:
 
 
 def accept_response(
-    paused: PausedRun | None, key: Any, response: ApprovalResponse, metrics: SimpleMetricGroup
+    request: ApprovalRequest | None,
+    key: Any,
+    response: ApprovalResponse,
+    metrics: SimpleMetricGroup,
 ) -> bool:
-    """Whether ``response`` (arrived under ``key``) answers the key's paused run. A response
+    """Whether ``response`` (arrived under ``key``) answers ``request``, the key's paused
+    run's (None: no run of the key is paused). A response
     that does not (no paused run, another request id, a ``key`` field naming another key) is
     logged and counted in ``approval.dropped``; it never resumes a run."""
     problem = None
     if response.key != key:
         problem = f"it names key {response.key!r} but arrived under key {key!r}"
-    elif paused is None:
+    elif request is None:
         problem = "no run of this key waits for a decision (answered, expired or unknown)"
-    elif paused.request.request_id != response.request_id:
-        problem = f"the key's paused run waits for request {paused.request.request_id}"
+    elif request.request_id != response.request_id:
+        problem = f"the key's paused run waits for request {request.request_id}"
     if problem is None:
         return True
     metrics.get_counter(DROPPED_COUNTER).inc()
@@ -95,3 +99,16 @@ def expired_response(request: ApprovalRequest) -> ApprovalResponse:
     """The rejection recorded when ``request`` was not answered in time."""
     waited = (request.expires_at or time.time()) - request.created_at
     return request.reject(f"no decision within approval.timeout ({waited:g}s)")
+
+
+def plan_needs_approval(plan: Any) -> bool:
+    """Whether a tool of ``plan`` requires approval (the Flink environment then routes
+    :class:`ApprovalResponse` inputs by their ``key``)."""
+    from flink_agents.api.resource import ResourceType
+
+    tools = plan.resource_providers.get(ResourceType.TOOL, {})
+    return any(
+        (p.serialized or {}).get("requires_approval")
+        or (p.arguments or {}).get("requires_approval")
+        for p in tools.values()
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from typing import Any
 
 from flink_agents.api.agents.agent import Agent
@@ -15,17 +16,29 @@ from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.testing import ScriptedChatModelConnection, ScriptedChatModelSetup
 
-#: Tool calls made in this process, and a file they are appended to when
-#: ``APPROVAL_TEST_CALLS`` names one (Flink workers may be other processes).
+#: Tool calls made in this process.
 CALLS: list[dict[str, Any]] = []
+#: Tool calls of orders whose id starts with "f-" are also appended to a file named after
+#: the order here (Flink workers may run in other processes).
+CALLS_DIR = os.path.join(tempfile.gettempdir(), "flink-agents-approval-calls")
 
 
 def _count(entry: dict[str, Any]) -> None:
     CALLS.append(entry)
-    path = os.environ.get("APPROVAL_TEST_CALLS")
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
+    order = str(entry.get("order_id", ""))
+    if order.startswith("f-"):
+        os.makedirs(CALLS_DIR, exist_ok=True)
+        with open(os.path.join(CALLS_DIR, order), "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
+
+
+def file_calls(order_id: str) -> list[dict[str, Any]]:
+    """The calls :func:`_count` appended for ``order_id``."""
+    path = os.path.join(CALLS_DIR, order_id)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 class RefundAgent(Agent):

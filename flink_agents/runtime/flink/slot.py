@@ -110,6 +110,17 @@ class KeyWork:
         #: The key as the Java keyed state backend holds it (thread mode with the barrier
         #: hook only), so that durable records can be saved outside this key's callbacks.
         self.state_key: Any = None
+        #: A run of the chain paused for approval: the chain stops, queued inputs wait
+        #: (loop thread sets it; the operator thread clears it when it resumes the run).
+        self.halted = False
+        #: The paused run once the operator thread emitted its request:
+        #: ``(input, request, decision call id)``.
+        self.paused: tuple[Item, Any, str] | None = None
+        #: Queued inputs whose in-flight places were given back while the chain halted.
+        self.unplaced = 0
+        #: Approval responses that came while the key's run was not paused yet (re-running
+        #: after a restore): matched when it pauses.
+        self.early: list[Any] = []
 
     def enqueue(self, item: Item) -> bool | None:
         """Queue ``item``.
@@ -159,9 +170,9 @@ class KeyWork:
             return done
 
     def is_done(self) -> bool:
-        """No input queued or running and every result collected."""
+        """No input queued or running, every result collected, no run paused."""
         with self.lock:
-            return not self.running and not self.queue and not self.results
+            return not self.running and not self.queue and not self.results and not self.halted
 
     def record(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
         """``on_record`` callback of a run (loop thread). A call's outcome may replace its
@@ -319,7 +330,14 @@ class SlotRuntime:
                         # inputs that will not run (they stay in pending state).
                         self.release_unstarted(len(work.queue))
                         work.queue.clear()
-                    if not work.queue:
+                    if work.halted:
+                        # A run waits for approval: the key's later inputs wait behind it
+                        # and give their in-flight places back (taken again on resume).
+                        held = len(work.queue) - work.unplaced
+                        if held > 0:
+                            self.release_unstarted(held)
+                            work.unplaced += held
+                    if not work.queue or work.halted:
                         work.running = False
                         work.set_idle()
                         return
@@ -340,7 +358,9 @@ class SlotRuntime:
                     outcome = exc
                 with work.lock:
                     if isinstance(outcome, RunResult):
-                        if work.persist_memory:
+                        if outcome.approval is not None:
+                            work.halted = True  # nothing of a paused run is applied
+                        elif work.persist_memory:
                             work.memory = outcome.applied_to(memory)
                     else:
                         work.failed = True

@@ -155,7 +155,9 @@ class LocalRunner:
                     continue
                 value = records[index][1]
                 if isinstance(value, ApprovalResponse):
-                    if accept_response(self.paused.get(key), key, value, self.runner.metrics):
+                    paused = self.paused.get(key)
+                    request = paused.request if paused is not None else None
+                    if accept_response(request, key, value, self.runner.metrics):
                         await resume(key, value, out)
                 elif key in self.paused:
                     self._held.setdefault(key, deque()).append(value)
