@@ -109,6 +109,7 @@ def test_approve_reject_edit_timeout_and_restore_while_paused(tmp_path) -> None:
     start = time.monotonic()
     with out.execute_and_collect() as results:
         for output in results:
+            print(f"  {time.monotonic() - start:6.1f}s {output!r:.100}")
             if isinstance(output, ApprovalRequest):
                 assert output.key not in requests, f"request emitted twice: {output}"
                 requests[output.key] = output

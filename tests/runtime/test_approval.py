@@ -160,3 +160,14 @@ def test_the_local_environment_emits_the_request_and_warns_at_close(caplog):
 def test_a_bad_approval_timeout_is_a_clear_error():
     with pytest.raises(ConfigurationError, match="approval.timeout"):
         AgentPlan.from_agent(approval_agents.refund_agent(), {"approval.timeout": -1})
+
+
+def test_a_pause_passes_through_an_action_timeout(runner):
+    # With action.timeout the tool action runs in a task of its own: the pause still ends
+    # the run as a pause (not as an error), and the resumed run completes.
+    r = runner(**{"action.timeout": 5})
+    ((_, request),) = outputs(r.run([("u1", REFUND)]))
+    assert isinstance(request, ApprovalRequest)
+    assert outputs(r.run([("u1", request.approve())])) == [
+        ("u1", "#1 refund[c1]=refunded 30 on o1")
+    ]
