@@ -170,13 +170,15 @@ _CALL_INFO: dict[Any, tuple[str, bool]] = {}
 def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
     raw = getattr(func, "__func__", func)
     code = getattr(raw, "__code__", None)
-    if code is None or hasattr(raw, "__wrapped__"):
-        # No code, or a wrapper (functools.wraps) whose code all wrapped functions share
-        # (e.g. a call bounded by a timeout): named after the wrapped function, not cached.
+    if code is None:
         return _signature(raw), inspect.iscoroutinefunction(raw)
     info = _CALL_INFO.get(code)
     if info is None:
-        info = _CALL_INFO[code] = (_signature(raw), inspect.iscoroutinefunction(raw))
+        info = (_signature(raw), inspect.iscoroutinefunction(raw))
+        # A wrapper (functools.wraps) shares its code with every function it wraps (e.g. a
+        # call bounded by a timeout): named after the wrapped one each time, never cached.
+        if not hasattr(raw, "__wrapped__"):
+            _CALL_INFO[code] = info
     return info
 
 

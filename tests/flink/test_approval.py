@@ -73,7 +73,7 @@ def test_approve_reject_edit_timeout_and_restore_while_paused(tmp_path) -> None:
     env.set_parallelism(1)
     env.enable_checkpointing(300)
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
-        env, **{"python.execution-mode": MODE, "approval.timeout": 12}
+        env, **{"python.execution-mode": MODE, "approval.timeout": 8}
     )
     source = (
         FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(inbox.path))
@@ -146,7 +146,7 @@ def test_approve_reject_edit_timeout_and_restore_while_paused(tmp_path) -> None:
         "reviewer: too much"
     ]
     assert answers["edit"] == [f"#1 refund[c1]=refunded 5 on {orders['edit']}"]
-    assert "no decision within approval.timeout (12s)" in answers["late"][0]
+    assert "no decision within approval.timeout (8s)" in answers["late"][0]
     assert answers["restore"] == [f"#1 refund[c1]=refunded 30 on {orders['restore']}"]
     # Nothing repeated: one refund per approved order, none for the others; two model
     # calls per run (the one before the pause is replayed on resume and after the restore).

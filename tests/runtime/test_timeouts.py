@@ -165,3 +165,23 @@ class BadActionTimeoutAgent(timeout_agents.SlowActionAgent):
 def test_a_bad_action_timeout_config_names_the_action():
     with pytest.raises(ConfigurationError, match="action 'nap': timeout must be a number"):
         _run(BadActionTimeoutAgent(), [{"key": "k", "value": 1}])
+
+
+async def _first(x: int) -> int:
+    return x
+
+
+async def _second(x: int) -> int:
+    return x
+
+
+def test_a_bounded_call_keeps_its_durable_signature():
+    from flink_agents.api.timeouts import bounded
+    from flink_agents.runtime.core import _call_info
+
+    assert bounded(_first, None, "tool", "t") is _first
+    one, two = bounded(_first, 1, "tool", "t"), bounded(_second, 1, "tool", "t")
+    assert one.__code__ is two.__code__  # one wrapper code for every bounded call
+    for _ in range(2):  # also once the plain functions are cached
+        assert _call_info(one) == _call_info(_first) == (f"{__name__}._first", True)
+        assert _call_info(two) == _call_info(_second) == (f"{__name__}._second", True)

@@ -12,6 +12,7 @@ docs/ARCHITECTURE.md.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -528,7 +529,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         state.save_durable(work, work.unpersisted())
         work.paused = (item, request, outcome.approval_call_id)
         if request.expires_at is not None:
-            ctx.timer_service().register_processing_time_timer(int(request.expires_at * 1000))
+            ctx.timer_service().register_processing_time_timer(_deadline_ms(request))
         if state.note_request(request.request_id):
             if self.packed:
                 yield pack_output(item.ts, request)
@@ -551,8 +552,14 @@ class AgentProcessFunction(KeyedProcessFunction):
             restored = state.restored_pending()
             if restored:
                 work = self._resume(key, restored, ctx)  # pauses again, then matches
-        if work is not None and work.paused is None and (work.halted or work.running):
-            work.early.append(response)  # its run pauses (again) soon: matched then
+        if (
+            work is not None
+            and work.paused is None
+            and state.emitted_request() == response.request_id
+        ):
+            # The key's run re-runs after a restore and has not paused again yet: matched
+            # when it does.
+            work.early.append(response)
             return
         request = work.paused[1] if work is not None and work.paused is not None else None
         if accept_response(request, key, response, slot.runner.metrics):
@@ -572,10 +579,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         state.use_key()
         state.save_durable(work, [(item.id, call_id, decision)])
         state.clear_request()
-        # The resumed input and the held ones take in-flight places again.
-        for _ in range(work.unplaced + 1):
-            slot.acquire()
+        # The resumed input takes an in-flight place again (waiting for one is the
+        # backpressure), the held ones take theirs at once.
+        slot.acquire()
         with work.lock:
+            slot.take_places(work.unplaced)
             work.unplaced = 0
             work.paused = None
             work.halted = False
@@ -588,5 +596,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._arm(work, ctx)
 
 
+def _deadline_ms(request: Any) -> int:
+    """The processing time (ms) of ``request``'s expiry timer: rounded up, so that the
+    timer never fires before :func:`_expired` holds."""
+    return math.ceil(request.expires_at * 1000)
+
+
 def _expired(request: Any) -> bool:
-    return request.expires_at is not None and time.time() >= request.expires_at
+    return request.expires_at is not None and time.time() * 1000 >= _deadline_ms(request) - 5

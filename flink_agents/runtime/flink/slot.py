@@ -266,6 +266,13 @@ class SlotRuntime:
             if self._waiting:
                 self._cond.notify_all()
 
+    def take_places(self, count: int) -> None:
+        """Take ``count`` places without waiting, even past ``max-in-flight``: for inputs
+        that waited behind a paused run and run again after it (waiting here could wait on
+        places only those very inputs would give back)."""
+        with self._lock:
+            self._in_flight += count
+
     def release_unstarted(self, count: int) -> None:
         """Give back the places of ``count`` accepted inputs that will not run."""
         with self._lock:

@@ -212,6 +212,14 @@ class KeyedState:
         self.approval.update(request_id)
         return True
 
+    def emitted_request(self) -> str | None:
+        """The id of the request the key's paused run emitted, if any."""
+        if self.approval is None:
+            return None
+        self.use_key()
+        value: str | None = self.approval.value()
+        return value
+
     def clear_request(self) -> None:
         """The key's paused run resumed."""
         if self.approval is not None:
