@@ -582,16 +582,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         # The resumed input takes an in-flight place again (waiting for one is the
         # backpressure), the held ones take theirs at once.
         slot.acquire()
-        with work.lock:
-            slot.take_places(work.unplaced)
-            work.unplaced = 0
-            work.paused = None
-            work.halted = False
-            work.restored[item.id] = dict(work.live.get(item.id, {}))
-            work.queue.appendleft(item)
-            start = not work.running
-            work.running = True
-        if start:
+        slot.take_places(work.unplaced)
+        if work.resume(item, dict(work.live.get(item.id, {}))):
             slot.start(work)
         self._arm(work, ctx)
 

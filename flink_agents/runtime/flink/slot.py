@@ -141,6 +141,24 @@ class KeyWork:
                 self._idle_event.clear()
             return True
 
+    def resume(self, item: Item, durable: dict[str, DurableRecord]) -> bool:
+        """Put the paused run's input back at the front of the queue, to run with the
+        durable log ``durable`` (operator thread). Returns whether the chain must be
+        started (True unless it is still running)."""
+        with self.lock:
+            self.paused = None
+            self.halted = False
+            self.unplaced = 0
+            self.restored[item.id] = durable
+            self.queue.appendleft(item)
+            if self.running:
+                return False
+            self.running = True
+            self._idle = False
+            if self._idle_event is not None:
+                self._idle_event.clear()
+            return True
+
     @property
     def idle(self) -> bool:
         """Whether the chain has stopped: no input is running."""
