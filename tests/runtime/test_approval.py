@@ -171,3 +171,10 @@ def test_a_pause_passes_through_an_action_timeout(runner):
     assert outputs(r.run([("u1", request.approve())])) == [
         ("u1", "#1 refund[c1]=refunded 30 on o1")
     ]
+
+
+def test_a_bare_response_in_from_list_goes_to_its_key():
+    from flink_agents.runtime.local.environment import _split
+
+    response = ApprovalResponse(request_id="r", key="u7", approved=True)
+    assert _split(response) == ("u7", response)
