@@ -7,11 +7,16 @@
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- EventAttributeError         developer mistake: an event attribute that is not JSON
+     +-- YamlError                   developer mistake in a YAML agents file (each problem
+     |                               names the file, the line and the field)
      +-- SqlError                    developer mistake in a SQL statement (flink_agents.sql)
      |    +-- SqlParseError          a statement does not parse (line, column, what was expected)
      |    +-- CatalogError           an unknown, already existing or still used catalog object
      +-- RuntimeFailure              something failed while a run was executing
      |    +-- ActionError            an action raised (carries key, action, event id)
+ |    |    +-- InterceptorError  a model or tool interceptor raised (carries its name)
+ |    |    +-- HookError         a hook raised (carries its name and point)
+ |    |    +-- InputSchemaError  an input does not match the agent's input schema
      |    +-- ResourceError          a resource could not be found or created
      |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
      |    |                          dimension mismatch, bad filter, missing id)
@@ -36,6 +41,7 @@ all extra attributes are passed through ``__reduce__``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -123,6 +129,67 @@ class EventAttributeError(FlinkAgentsError, ValueError):
     """
 
 
+@dataclass(frozen=True)
+class YamlProblem:
+    """One problem of a YAML agents file.
+
+    Attributes:
+        message: what is wrong and how to fix it.
+        path: the file (None when the problem is not in one file).
+        line: the line, 1-based (None when unknown).
+        column: the column, 1-based (None when unknown).
+        field: where in the document, e.g. ``agents[0].actions[1].function``.
+    """
+
+    message: str
+    path: str | None = None
+    line: int | None = None
+    column: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if where and self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        parts = [p for p in (where, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+class YamlError(FlinkAgentsError, ValueError):
+    """A YAML agents file (``load_yaml``) is not valid, or an agent loaded from one refers
+    to something that does not exist. Lists every problem found, each with its file, line
+    and field (a ``ValueError``, as Apache Flink Agents' loader raises).
+
+    Attributes:
+        problems: every problem found.
+        path: the file of the first problem.
+        line: its line (1-based).
+        column: its column (1-based).
+        field: its field.
+    """
+
+    def __init__(self, problems: list[YamlProblem] | str) -> None:
+        if isinstance(problems, str):
+            problems = [YamlProblem(problems)]
+        self.problems = list(problems)
+        first = self.problems[0] if self.problems else YamlProblem("")
+        self.path, self.line, self.column, self.field = (
+            first.path,
+            first.line,
+            first.column,
+            first.field,
+        )
+        if len(self.problems) == 1:
+            text = str(first)
+        else:
+            files = {p.path for p in self.problems}
+            where = f"{files.pop()}" if len(files) == 1 and None not in files else "YAML agents"
+            text = f"{len(self.problems)} problems in {where}:\n" + "\n".join(
+                f"  {p}" for p in self.problems
+            )
+        super().__init__(text)
+
+
 class RuntimeFailure(FlinkAgentsError):
     """Something failed while a run was executing.
 
@@ -175,6 +242,36 @@ class RuntimeFailure(FlinkAgentsError):
 
 class ActionError(RuntimeFailure):
     """An action raised an exception; the original is the ``__cause__``."""
+
+
+class InterceptorError(ActionError):
+    """A model or tool interceptor raised; the original is the ``__cause__``.
+
+    Attributes:
+        name: the interceptor's name.
+    """
+
+    def __init__(self, message: str, *, name: str = "", **location: Any) -> None:
+        self.name = name
+        super().__init__(message, **location)
+
+
+class HookError(ActionError):
+    """A hook raised; the original is the ``__cause__``.
+
+    Attributes:
+        name: the hook's name.
+        point: where it ran (``before_agent``, ``before_model``...).
+    """
+
+    def __init__(self, message: str, *, name: str = "", point: str = "", **location: Any) -> None:
+        self.name = name
+        self.point = point
+        super().__init__(message, **location)
+
+
+class InputSchemaError(ActionError):
+    """An input does not match the agent's ``input_schema``."""
 
 
 class ResourceError(RuntimeFailure):

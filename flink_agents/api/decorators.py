@@ -18,6 +18,8 @@ _F = TypeVar("_F")
 
 ACTION_ATTR = "_flink_agents_action"
 RESOURCE_ATTR = "_flink_agents_resource"
+INTERCEPTOR_ATTR = "_flink_agents_interceptor"
+HOOK_ATTR = "_flink_agents_hook"
 
 
 @dataclass(frozen=True)
@@ -120,3 +122,28 @@ def vector_store(func: _F) -> _F:
 def mcp_server(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an MCP server."""
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.MCP_SERVER))  # type: ignore[no-any-return]
+
+
+def model_interceptor(func: _F) -> _F:
+    """Mark a static method ``(request, call_next) -> reply`` as a model interceptor of the
+    agent (see :mod:`flink_agents.api.interceptors`); the method name is its name."""
+    return _mark(func, INTERCEPTOR_ATTR, "model")  # type: ignore[no-any-return]
+
+
+def tool_interceptor(func: _F) -> _F:
+    """Mark a static method ``(request, call_next) -> result`` as a tool interceptor of the
+    agent (see :mod:`flink_agents.api.interceptors`); the method name is its name."""
+    return _mark(func, INTERCEPTOR_ATTR, "tool")  # type: ignore[no-any-return]
+
+
+def hook(point: str) -> Callable[[_F], _F]:
+    """Mark a static method ``(hc: HookContext) -> None`` as a hook running at ``point``
+    (``"before_agent"``, ``"after_agent"``, ``"before_model"``, ``"after_model"``; see
+    :mod:`flink_agents.api.hooks`); the method name is the hook's name."""
+    if callable(point):
+        raise TypeError('@hook needs the point to run at: use @hook("before_model")')
+
+    def decorate(func: _F) -> _F:
+        return _mark(func, HOOK_ATTR, str(getattr(point, "value", point)))  # type: ignore[no-any-return]
+
+    return decorate

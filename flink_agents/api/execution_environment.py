@@ -10,20 +10,34 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from flink_agents.api.agents.agent import Agent, resource_type_of
+from flink_agents.api._function import unwrap
+from flink_agents.api.agents.agent import (
+    Agent,
+    InterceptorDefinition,
+    interceptor_name,
+    resource_type_of,
+)
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.resource import ResourceType
+
+if TYPE_CHECKING:
+    from flink_agents.api.yaml.loader import YamlRegistry
 
 
 class AgentBuilder(ABC):
     """Returned by ``from_*``: apply an agent, then choose where the output goes."""
 
     @abstractmethod
-    def apply(self, agent: Agent) -> AgentBuilder:
-        """Run ``agent`` on this input (compiles it into a plan now)."""
+    def apply(self, agent: Agent | str) -> AgentBuilder:
+        """Run ``agent`` on this input (compiles it into a plan now).
+
+        Args:
+            agent: an agent, or the name of one loaded with
+                :meth:`AgentsExecutionEnvironment.load_yaml`.
+        """
 
     def to_list(self) -> list[dict[str, Any]]:
         """Outputs as ``[{key: output}, ...]`` (local environment), filled by ``execute()``."""
@@ -44,6 +58,9 @@ class AgentsExecutionEnvironment(ABC):
     def __init__(self) -> None:
         self._config = AgentConfiguration()
         self._resources: dict[ResourceType, dict[str, Any]] = {}
+        self._agents: dict[str, Agent] = {}
+        self._yaml_registry: YamlRegistry | None = None
+        self._interceptors: list[InterceptorDefinition] = []
 
     @staticmethod
     def get_execution_environment(
@@ -88,10 +105,61 @@ class AgentsExecutionEnvironment(ABC):
         self._resources.setdefault(rtype, {})[name] = instance
         return self
 
+    def add_model_interceptor(
+        self, interceptor: Any, name: str | None = None
+    ) -> AgentsExecutionEnvironment:
+        """Add a model interceptor every agent of this environment uses, outside (before)
+        the agents' own (see :mod:`flink_agents.api.interceptors`)."""
+        func = unwrap(interceptor)
+        self._interceptors.append(
+            InterceptorDefinition("model", name or interceptor_name(func), func)
+        )
+        return self
+
+    def add_tool_interceptor(
+        self, interceptor: Any, name: str | None = None
+    ) -> AgentsExecutionEnvironment:
+        """Add a tool interceptor every agent of this environment uses, outside (before)
+        the agents' own (see :mod:`flink_agents.api.interceptors`)."""
+        func = unwrap(interceptor)
+        self._interceptors.append(
+            InterceptorDefinition("tool", name or interceptor_name(func), func)
+        )
+        return self
+
+    @property
+    def interceptors(self) -> list[InterceptorDefinition]:
+        """Interceptors added to the environment, in order."""
+        return self._interceptors
+
     @property
     def resources(self) -> dict[ResourceType, dict[str, Any]]:
         """Resources added to the environment, by type and name."""
         return self._resources
+
+    def load_yaml(self, paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> None:
+        """Load YAML agents files: their agents become applicable by name
+        (``.apply("agent_name")``), their shared resources are added to this environment.
+
+        Args:
+            paths: one file or a list of files, loaded in order; may be called again.
+
+        Raises:
+            YamlError: a file is not valid; the message names the file, the line and the
+                field of every problem.
+        """
+        from flink_agents.api.yaml.loader import load_yaml
+
+        load_yaml(self, paths)
+
+    def _agent_to_apply(self, agent: Agent | str) -> Agent:
+        """For the builders' ``apply``: the agent itself, or the one loaded under that name
+        (see :func:`flink_agents.api.yaml.loader.agent_to_apply`)."""
+        if isinstance(agent, Agent) and self._yaml_registry is None:
+            return agent
+        from flink_agents.api.yaml.loader import agent_to_apply
+
+        return agent_to_apply(self, agent)
 
     def from_list(self, input: list[Any]) -> AgentBuilder:  # noqa: A002
         """Input from a Python list (local environment)."""

@@ -184,4 +184,14 @@ class ResourceName:
             "flink_agents.api.embedding_models.java_embedding_model.JavaEmbeddingModelSetup"
         )
 
+    class VectorStore:
+        """Vector stores."""
+
+        CHROMA_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.chroma.chroma_vector_store.ChromaVectorStore"
+        )
+        IN_MEMORY_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.in_memory_vector_store.InMemoryVectorStore"
+        )
+
     MCP_SERVER = "flink_agents.integrations.mcp.mcp.MCPServer"

@@ -246,6 +246,6 @@ def compile_plan(agent_ref: str, env: AgentsExecutionEnvironment) -> AgentPlan:
 
     agent = load_agent(agent_ref)
     try:
-        return AgentPlan.from_agent(agent, env.get_config(), env.resources)
+        return AgentPlan.from_agent(agent, env.get_config(), env.resources, env.interceptors)
     except PlanValidationError as exc:
         raise CommandFailure(str(exc)) from exc

@@ -18,7 +18,7 @@ import inspect
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
@@ -32,7 +32,12 @@ from flink_agents.api._function import (
     pickle_error,
     unwrap,
 )
-from flink_agents.api.agents.agent import Agent, resource_type_of
+from flink_agents.api.agents.agent import (
+    Agent,
+    HookDefinition,
+    InterceptorDefinition,
+    resource_type_of,
+)
 from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
 from flink_agents.api.events.event import Event, event_class_for, registered_event_types
 from flink_agents.api.resource import (
@@ -110,6 +115,34 @@ class ActionPlan(BaseModel):
         if self._callable is None:
             self._callable = unwrap(self.func.resolve())
         return self._callable
+
+
+class InterceptorPlan(BaseModel):
+    """A model or tool interceptor of the plan (see :mod:`flink_agents.api.interceptors`).
+
+    Attributes:
+        kind: ``"model"`` or ``"tool"``.
+        name: its name (in errors).
+        func: where its function or class is.
+    """
+
+    kind: str
+    name: str
+    func: FunctionRef
+
+
+class HookPlan(BaseModel):
+    """A hook of the plan (see :mod:`flink_agents.api.hooks`).
+
+    Attributes:
+        name: unique name.
+        point: where it runs.
+        func: where its function is.
+    """
+
+    name: str
+    point: str
+    func: FunctionRef
 
 
 class ResourceProvider(BaseModel):
@@ -277,8 +310,22 @@ class AgentPlan(BaseModel):
     actions_by_event: dict[str, list[str]]
     resource_providers: dict[ResourceType, dict[str, ResourceProvider]]
     config: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+    interceptors: list[InterceptorPlan] = Field(default_factory=list)
+    hooks: dict[str, HookPlan] = Field(default_factory=dict)
 
     _secrets: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _resolved: dict[str, list[tuple[str, Any]]] = PrivateAttr(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Plans without these keep the JSON they always had.
+        data: dict[str, Any] = handler(self)
+        for key in ("name", "description", "interceptors", "hooks"):
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
     # -- compiling ---------------------------------------------------------------------
     @staticmethod
@@ -286,6 +333,7 @@ class AgentPlan(BaseModel):
         agent: Agent,
         config: AgentConfiguration | Mapping[str, Any] | None = None,
         resources: Mapping[ResourceType, Mapping[str, Any]] | None = None,
+        interceptors: Sequence[InterceptorDefinition] | None = None,
     ) -> AgentPlan:
         """Compile ``agent``.
 
@@ -294,6 +342,7 @@ class AgentPlan(BaseModel):
             config: configuration (options and free keys).
             resources: resources of the environment, shared by its agents; the agent's own
                 resources win on a name clash.
+            interceptors: interceptors of the environment; they run outside the agent's.
 
         Raises:
             PlanValidationError: with every problem found.
@@ -367,6 +416,16 @@ class AgentPlan(BaseModel):
                 if provider is not None:
                     providers.setdefault(rtype, {})[name] = provider
         _check_references(providers, problems)
+        interceptor_plans = [
+            p
+            for d in [*(interceptors or ()), *agent.interceptors]
+            if (p := _interceptor_plan(d, allow_pickle, problems)) is not None
+        ]
+        hook_plans = {
+            d.name: hp
+            for d in agent.hooks.values()
+            if (hp := _hook_plan(d, allow_pickle, problems)) is not None
+        }
 
         if problems:
             raise PlanValidationError(problems)
@@ -375,6 +434,11 @@ class AgentPlan(BaseModel):
             actions_by_event=by_event,
             resource_providers=providers,
             config=config.to_dict(),
+            # Only text: a subclass may use these names for something else (a tool).
+            name=agent.name if isinstance(agent.name, str) else None,
+            description=agent.description if isinstance(agent.description, str) else None,
+            interceptors=interceptor_plans,
+            hooks=hook_plans,
         )
         plan._secrets = secrets
         return plan
@@ -383,6 +447,35 @@ class AgentPlan(BaseModel):
     def get_actions(self, event_type: str) -> list[ActionPlan]:
         """Actions listening to ``event_type``, in order."""
         return [self.actions[n] for n in self.actions_by_event.get(event_type, ())]
+
+    def interceptor_chain(self, kind: str) -> list[tuple[str, Callable[..., Any]]]:
+        """``(name, callable (request, call_next))`` of the ``kind`` (``"model"``/``"tool"``)
+        interceptors, outermost first; classes are instantiated once per plan object."""
+        resolved = self.__pydantic_private__["_resolved"]  # type: ignore[index]
+        key = f"interceptor:{kind}"
+        chain = resolved.get(key)
+        if chain is None:
+            chain = []
+            for p in self.interceptors:
+                if p.kind == kind:
+                    target = unwrap(p.func.resolve())
+                    if isinstance(target, type):
+                        target = target().intercept
+                    chain.append((p.name, target))
+            resolved[key] = chain
+        return chain
+
+    def hooks_at(self, point: str) -> list[tuple[str, Callable[..., Any]]]:
+        """``(name, function)`` of the hooks running at ``point``, in declaration order."""
+        resolved = self.__pydantic_private__["_resolved"]  # type: ignore[index]
+        key = f"hook:{point}"
+        hooks = resolved.get(key)
+        if hooks is None:
+            hooks = [
+                (h.name, unwrap(h.func.resolve())) for h in self.hooks.values() if h.point == point
+            ]
+            resolved[key] = hooks
+        return hooks
 
     def get_resource_provider(self, name: str, rtype: ResourceType) -> ResourceProvider | None:
         """The provider of resource ``name`` of type ``rtype``, if declared."""
@@ -410,6 +503,10 @@ class AgentPlan(BaseModel):
         for action in self.actions.values():
             found += [f"action {action.name!r}: {p}" for p in _names_of_main(action.func)]
             found += [f"action {action.name!r}: {p}" for p in _names_of_main(action.config)]
+        for ic in self.interceptors:
+            found += [f"{ic.kind} interceptor {ic.name!r}: {p}" for p in _names_of_main(ic.func)]
+        for hk in self.hooks.values():
+            found += [f"hook {hk.name!r}: {p}" for p in _names_of_main(hk.func)]
         for rtype, by_name in self.resource_providers.items():
             for name, provider in by_name.items():
                 where = f"{rtype.value} resource {name!r}"
@@ -428,6 +525,64 @@ class AgentPlan(BaseModel):
     def get_config(self) -> AgentConfiguration:
         """The configuration as an :class:`AgentConfiguration`."""
         return AgentConfiguration(self.config)
+
+
+def _positional_count(func: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``func`` takes (None: any number, or unknown)."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None
+    return len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+
+
+def _interceptor_plan(
+    definition: InterceptorDefinition, allow_pickle: bool, problems: list[str]
+) -> InterceptorPlan | None:
+    where = f"{definition.kind} interceptor {definition.name!r}"
+    func = unwrap(definition.func)
+    if isinstance(func, type):
+        if not callable(getattr(func, "intercept", None)):
+            problems.append(
+                f"{where}: class {func.__qualname__} has no intercept(request, call_next)"
+            )
+            return None
+    elif not callable(func):
+        problems.append(f"{where} is {type(func).__name__}: use a function or a class")
+        return None
+    elif _positional_count(func) not in (None, 2):
+        problems.append(f"{where} must take two arguments (request, call_next)")
+        return None
+    try:
+        ref = function_ref(func, allow_pickle=allow_pickle)
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+    return InterceptorPlan(kind=definition.kind, name=definition.name, func=ref)
+
+
+def _hook_plan(
+    definition: HookDefinition, allow_pickle: bool, problems: list[str]
+) -> HookPlan | None:
+    from flink_agents.api.hooks import HookPoint
+
+    where = f"hook {definition.name!r}"
+    points = [p.value for p in HookPoint]
+    if definition.point not in points:
+        problems.append(f"{where} runs at {definition.point!r}, which is not one of {points}")
+        return None
+    func = unwrap(definition.func)
+    if not callable(func) or _positional_count(func) not in (None, 1):
+        problems.append(f"{where} must be a function taking one argument (hc: HookContext)")
+        return None
+    try:
+        ref = function_ref(func, allow_pickle=allow_pickle)
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+    return HookPlan(name=definition.name, point=definition.point, func=ref)
 
 
 def _main_problem(path: str) -> str:

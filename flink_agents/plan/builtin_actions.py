@@ -9,17 +9,36 @@
   bad arguments or an exception in the tool become error responses the model sees.
 - ``context_retrieval_action`` queries a vector store.
 
-Model and tool calls go through ``ctx.durable_execute_async``, so a run replayed after a
-restore does not call them again. The loop state lives in sensory memory (JSON).
+Model calls go through :func:`call_model` and tool calls through :func:`call_tool`, the one
+place each is made: the interceptor chain (:mod:`flink_agents.api.interceptors`) and the
+real call run inside one ``ctx.durable_execute_async``, so a run replayed after a restore
+calls neither again. The ``before_model`` / ``after_model`` hooks
+(:mod:`flink_agents.api.hooks`) run around each model call, outside its durable record. The
+loop state lives in sensory memory (JSON).
+
+A request may carry (as extra fields of :class:`ChatRequestEvent`): ``max_iterations`` (the
+loop's bound), ``tools_in_text`` (offer no tools natively: the caller describes them in the
+prompt, as text ReAct does) and ``trace`` (the final response's ``extra_args`` get
+``reasoning`` and ``tool_trace``) and ``chat_history`` (a
+:class:`~flink_agents.api.chat_history.ChatHistory` or its dict: the key's conversation is
+put before the request's messages and the finished exchange added to it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from flink_agents.api.chat_history import (
+    ChatHistory,
+    history_turn,
+    summary_message,
+    summary_request,
+    with_history,
+)
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.core_options import AgentConfigOptions
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
@@ -29,18 +48,131 @@ from flink_agents.api.events.context_retrieval_event import (
 )
 from flink_agents.api.events.event import Event
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
+from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.api.timeouts import TimeoutOptions, bounded
+from flink_agents.api.tools.tool import Tool
 from flink_agents.api.vector_stores.vector_store import VectorStoreQuery
 from flink_agents.errors import (
+    InterceptorError,
     ModelCallError,
     ResourceError,
     ToolRejectedError,
     UnknownToolError,
 )
+from flink_agents.plan.behaviours import run_chain, run_hooks
 
 _LOOP = "_tool_loop"
+#: ``extra_args`` flag of a reply a hook gave as the final answer (``hc.stop``).
+FINAL_ANSWER = "final_answer"
+
+
+def _chain(ctx: RunnerContext, kind: str) -> list[tuple[str, Any]]:
+    plan = getattr(ctx, "agent_plan", None)
+    # Checked first: the plain field is cheap, the resolved chain is behind a private attr.
+    if plan is None or not plan.interceptors:
+        return []
+    return plan.interceptor_chain(kind)  # type: ignore[no-any-return]
+
+
+def _hooks(ctx: RunnerContext, point: str) -> list[tuple[str, Any]]:
+    plan = getattr(ctx, "agent_plan", None)
+    if plan is None or not plan.hooks:
+        return []
+    return plan.hooks_at(point)  # type: ignore[no-any-return]
+
+
+async def call_model(
+    ctx: RunnerContext,
+    model: str,
+    messages: list[ChatMessage],
+    *,
+    prompt_args: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    offer_tools: bool = True,
+) -> ChatMessage:
+    """Call chat model setup ``model`` through the model interceptors, durably: the one
+    place a model is called."""
+    setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    chain = _chain(ctx, "model")
+    timeout = _timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    if not chain and offer_tools:
+        # The setup's own call, as before interceptors existed. Passed only when given: a
+        # custom setup whose achat predates prompt_args still works.
+        if prompt_args:
+            options = {**(options or {}), "prompt_args": prompt_args}
+        achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
+        return await ctx.durable_execute_async(achat, messages, **(options or {}))
+    return await ctx.durable_execute_async(
+        _intercepted_model_call,
+        setup,
+        chain,
+        ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
+        prompt_args or {},
+        offer_tools,
+        timeout,
+    )
+
+
+async def _intercepted_model_call(
+    setup: Any,
+    chain: list[tuple[str, Any]],
+    request: ModelCallRequest,
+    prompt_args: dict[str, Any],
+    offer_tools: bool,
+    timeout: float | None = None,
+) -> ChatMessage:
+    """What the durable record of an intercepted model call wraps: request built, chain
+    run, connection called (bounded by ``timeout``: an interceptor sees the timeout)."""
+    if offer_tools and setup.tools:
+        # Looking tools up may create resources (an MCP server connects): off the loop.
+        request.tools = await asyncio.to_thread(setup.get_tools)
+    request.messages = setup.prepare_messages(request.messages, prompt_args)
+    request.options = {**setup.model_kwargs, **request.options}
+
+    async def terminal(req: ModelCallRequest) -> ChatMessage:
+        achat = bounded(setup.get_connection().achat, timeout, "chat model", request.model)
+        reply: ChatMessage = await achat(req.messages, req.tools or None, **req.options)
+        return reply
+
+    reply: ChatMessage = await run_chain("model", chain, request, terminal)
+    if not isinstance(reply, ChatMessage):
+        # A cache or guardrail may answer with text.
+        reply = ChatMessage(role=MessageRole.ASSISTANT, content=str(reply))
+    return reply
+
+
+async def call_tool(
+    ctx: RunnerContext, tool: Tool, name: str, arguments: dict[str, Any], call_id: str
+) -> Any:
+    """Call ``tool`` through the tool interceptors, durably: the one place a tool is called
+    (checks that must happen before any tool runs go right before this call)."""
+    chain = _chain(ctx, "tool")
+    timeout = _timeout(tool, ctx, TimeoutOptions.TOOL_TIMEOUT)
+    if not chain:
+        return await ctx.durable_execute_async(
+            bounded(tool.acall, timeout, "tool", name), **arguments
+        )
+    request = ToolCallRequest(
+        tool_name=name, arguments=arguments, call_id=call_id, tool=tool, key=ctx.key
+    )
+    return await ctx.durable_execute_async(_intercepted_tool_call, chain, request, timeout)
+
+
+async def _intercepted_tool_call(
+    chain: list[tuple[str, Any]], request: ToolCallRequest, timeout: float | None = None
+) -> Any:
+    """What the durable record of an intercepted tool call wraps (the tool's own call
+    bounded by ``timeout``)."""
+
+    async def terminal(req: ToolCallRequest) -> Any:
+        if req.tool is None:
+            raise UnknownToolError(f"unknown tool {req.tool_name!r}")
+        return await bounded(req.tool.acall, timeout, "tool", req.tool_name)(**req.arguments)
+
+    return await run_chain("tool", chain, request, terminal)
 
 
 def _schema_kwargs(output_schema: Any) -> dict[str, Any]:
@@ -54,6 +186,7 @@ def _schema_kwargs(output_schema: Any) -> dict[str, Any]:
 async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     """Call the model; loop through tool calls until it answers."""
     if isinstance(event, ChatRequestEvent):
+        extra = event.model_extra or {}
         # Messages (and the request id) stay objects until the loop state must be stored
         # (tool calls): most requests are answered at once, and the JSON round trip is the
         # costly part.
@@ -66,8 +199,19 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             # Kept for every model call of the tool loop: the prompt is applied each time.
             "prompt_args": dict(event.prompt_args),
             # A request may bound its own tool loop (ReActAgent does).
-            "max_iterations": (event.model_extra or {}).get("max_iterations"),
+            "max_iterations": extra.get("max_iterations"),
+            "tools_in_text": bool(extra.get("tools_in_text")),
+            "trace": bool(extra.get("trace")),
         }
+        history_spec = extra.get("chat_history")
+        if history_spec is not None:
+            history = _history_spec(history_spec)
+            state["history"] = history.model_dump()
+            state["history_users"] = [
+                m.content for m in state["messages"] if m.role == MessageRole.USER
+            ]
+            stored = history.load(ctx.short_term_memory.get(history.memory_path))
+            state["messages"] = with_history(state["messages"], stored)
     elif isinstance(event, ToolResponseEvent):
         path = f"{_LOOP}.{event.request_id}"
         stored = ctx.sensory_memory.get(path)
@@ -105,28 +249,47 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
             model=state["model"],
         )
     state["iterations"] += 1
-    setup = ctx.get_resource(state["model"], ResourceType.CHAT_MODEL)
     messages = [
         m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m)
         for m in state["messages"]
     ]
-    prompt_args = state.get("prompt_args") or {}
-    achat = bounded(
-        setup.achat,  # type: ignore[attr-defined]
-        _timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT),
-        "chat model",
-        state["model"],
-    )
-    # Passed only when given: a custom setup whose achat predates prompt_args still works.
-    if prompt_args:
-        response: ChatMessage = await ctx.durable_execute_async(
-            achat,
-            messages,
-            prompt_args=prompt_args,
-            **state["schema"],
+    before = _hooks(ctx, "before_model")
+    hc = None
+    if before:
+        hc = HookContext(
+            point=HookPoint.BEFORE_MODEL,
+            key=ctx.key,
+            memory=ctx.short_term_memory,
+            model=state["model"],
+            messages=messages,
+            iteration=state["iterations"],
         )
+        await run_hooks(before, hc)
+        messages = hc.messages
+    if hc is not None and hc.stopped:
+        response = _as_answer(hc.answer)
     else:
-        response = await ctx.durable_execute_async(achat, messages, **state["schema"])
+        response = await call_model(
+            ctx,
+            state["model"],
+            messages,
+            prompt_args=state.get("prompt_args") or None,
+            options=state["schema"],
+            offer_tools=not state.get("tools_in_text"),
+        )
+        after = _hooks(ctx, "after_model")
+        if after:
+            hc = HookContext(
+                point=HookPoint.AFTER_MODEL,
+                key=ctx.key,
+                memory=ctx.short_term_memory,
+                model=state["model"],
+                messages=messages,
+                response=response,
+                iteration=state["iterations"],
+            )
+            await run_hooks(after, hc)
+            response = _as_answer(hc.answer) if hc.stopped else (hc.response or response)
     if response.tool_calls:
         calls = [
             _normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)
@@ -139,6 +302,12 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         ctx.sensory_memory.set(f"{_LOOP}.{request.id}", state)
         ctx.send_event(request)
         return
+    if state.get("history"):
+        await _save_history(ctx, state, response)
+    if state.get("trace"):
+        response = response.model_copy(
+            update={"extra_args": {**response.extra_args, **_trace(messages)}}
+        )
     ctx.send_event(
         ChatResponseEvent(request_id=state["request_id"], response=response)  # type: ignore[arg-type]
     )
@@ -148,6 +317,69 @@ def _timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None:
     """The resource's own ``timeout``, else the option's value (None: no timeout)."""
     own = getattr(resource, "timeout", None)
     return own if own is not None else ctx.config.get(option)  # type: ignore[no-any-return]
+
+
+def _history_spec(spec: Any) -> ChatHistory:
+    if isinstance(spec, ChatHistory):
+        return spec
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return ChatHistory(max_messages=spec)
+    return ChatHistory.model_validate(spec)
+
+
+async def _save_history(ctx: RunnerContext, state: dict[str, Any], answer: ChatMessage) -> None:
+    """Add the finished exchange to the key's history, bounded (dropped or summarized)."""
+    history = ChatHistory.model_validate(state["history"])
+    turn = [ChatMessage(role=MessageRole.USER, content=c) for c in state["history_users"]]
+    messages = [
+        *history.load(ctx.short_term_memory.get(history.memory_path)),
+        *history_turn(turn, answer),
+    ]
+    ctx.short_term_memory.set(
+        history.memory_path,
+        history.dump(await bound_history(ctx, history, state["model"], messages)),
+    )
+
+
+async def bound_history(
+    ctx: RunnerContext, history: ChatHistory, model: str, messages: list[ChatMessage]
+) -> list[ChatMessage]:
+    """``messages`` within the history's bounds: oldest turns dropped or summarized."""
+    if not history.over(messages):
+        return messages
+    older, kept = history.split(messages)
+    if history.overflow == "summarize" and older:
+        summary = await call_model(ctx, model, summary_request(older), offer_tools=False)
+        return [summary_message(summary.content), *kept]
+    return kept
+
+
+def _as_answer(answer: Any) -> ChatMessage:
+    """A hook's final answer as the loop's last reply (no tool calls: the loop ends)."""
+    if not isinstance(answer, ChatMessage):
+        answer = ChatMessage(role=MessageRole.ASSISTANT, content=str(answer))
+    # Marked so that a caller parsing replies (text ReAct) takes it as the final answer.
+    extra = {**answer.extra_args, FINAL_ANSWER: True}
+    return answer.model_copy(update={"tool_calls": [], "extra_args": extra})
+
+
+def _trace(messages: list[ChatMessage]) -> dict[str, Any]:
+    """The reasoning (assistant text next to tool calls) and tool calls of a finished loop."""
+    reasoning = [m.content for m in messages if m.role == MessageRole.ASSISTANT and m.content]
+    results = {m.extra_args.get("tool_call_id"): m for m in messages if m.role == MessageRole.TOOL}
+    calls = []
+    for m in messages:
+        for call in m.tool_calls if m.role == MessageRole.ASSISTANT else []:
+            result = results.get(call.get("id"))
+            calls.append(
+                {
+                    "tool": (call.get("function") or {}).get("name"),
+                    "arguments": (call.get("function") or {}).get("arguments"),
+                    "result": result.content if result is not None else None,
+                    "is_error": bool(result is not None and result.extra_args.get("is_error")),
+                }
+            )
+    return {"reasoning": reasoning, "tool_trace": calls}
 
 
 def _normalize_call(call: dict[str, Any], index: int, iteration: int) -> dict[str, Any]:
@@ -204,16 +436,12 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     )
                 if decision.arguments is not None:
                     args = decision.arguments
-            acall = bounded(
-                tool.acall,  # type: ignore[union-attr]
-                _timeout(tool, ctx, TimeoutOptions.TOOL_TIMEOUT),
-                "tool",
-                name,
-            )
-            result = await ctx.durable_execute_async(acall, **args)
+            result = await call_tool(ctx, tool, name, args, call_id)  # type: ignore[arg-type]
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
             responses[call_id] = to_jsonable_python(result, fallback=str)
+        except InterceptorError:
+            raise  # the interceptor's own failure follows the error strategy
         except ToolRejectedError as exc:
             message = f"Error: tool {name!r} was not called: {exc}"
             errors[call_id] = message

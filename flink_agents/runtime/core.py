@@ -35,13 +35,15 @@ from flink_agents.api.events.event import (
     event_class_for,
 )
 from flink_agents.api.events.event_type import EventType
+from flink_agents.api.hooks import HookContext, HookPoint
 from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
-from flink_agents.errors import ActionError, RuntimeFailure
+from flink_agents.errors import ActionError, HookError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
+from flink_agents.plan.behaviours import run_hooks
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metrics import SimpleMetricGroup
@@ -276,6 +278,11 @@ class RunContext(RunnerContext):
         """The event the action is processing."""
         return self._event
 
+    @property
+    def agent_plan(self) -> AgentPlan:
+        """The plan being run (the built-in actions read interceptors and hooks from it)."""
+        return self._run.runner.plan
+
     # -- durable calls -------------------------------------------------------------------------
     def _replay(self, signature: str) -> tuple[str, DurableRecord | None]:
         call_id = self._run.next_call_id()
@@ -452,6 +459,10 @@ class AgentRunner:
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
         self._unheard: set[str] = set()
+        self._agent_hooks = bool(
+            plan.hooks_at(HookPoint.BEFORE_AGENT.value)
+            or plan.hooks_at(HookPoint.AFTER_AGENT.value)
+        )
         action_timeout = self.config.get(TimeoutOptions.ACTION_TIMEOUT)
         # Resolved once: the per-event lookups are on the hot path.
         self._actions_by_event: dict[
@@ -505,42 +516,10 @@ class AgentRunner:
         """
         run = _Run(self, key, memory, durable, on_record, on_suspend)
         result = run.result
-        # One try around the loop (free in CPython 3.11+), not a coroutine of its own: the
-        # loop is on the per-record path.
         try:
-            queue: deque[Event] = deque([InputEvent(input=value)])
-            actions_by_event = self._actions_by_event
-            while queue:
-                event = queue.popleft()
-                if isinstance(event, OutputEvent):
-                    result.outputs.append(event.output)
-                actions = actions_by_event.get(event.type)
-                if not actions:
-                    if not isinstance(event, OutputEvent):
-                        self._warn_unheard(event)
-                    continue
-                for action, function, strategy, timeout in actions:
-                    # The first attempt runs here, not in a coroutine of its own (one per action
-                    # is measurable per record); failures and retries go to _failed.
-                    ctx = RunContext(run, action, event)
-                    marks = run.short_term.mark(), run.sensory.mark()
-                    try:
-                        returned = function(event, ctx)
-                        if returned is not None and inspect.isawaitable(returned):
-                            if timeout is None:
-                                await returned
-                            else:
-                                await _bounded_action(returned, timeout, action)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
-                        queue.extend(
-                            await self._failed(
-                                run, action, function, strategy, timeout, event, marks, exc
-                            )
-                        )
-                    else:
-                        queue.extend(ctx._sent)
+            if self._agent_hooks:
+                return await self._run_with_agent_hooks(run, value)
+            await self._run_events(run, value)
         except RunPaused as pause:
             # Nothing of the run is committed but its durable records: the resumed run
             # sends its outputs and memory changes again (up to the pause from the log).
@@ -551,9 +530,110 @@ class AgentRunner:
                 approval=pause.request,
                 approval_call_id=pause.call_id,
             )
-        result.memory_updates = run.short_term.updates
-        result.memory_deletes = sorted(run.short_term.deletes)
+        run.result.memory_updates = run.short_term.updates
+        run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
+
+    async def _run_events(self, run: _Run, value: Any) -> None:
+        """Send the input through the actions until no event is left."""
+        result = run.result
+        queue: deque[Event] = deque([InputEvent(input=value)])
+        actions_by_event = self._actions_by_event
+        while queue:
+            event = queue.popleft()
+            if isinstance(event, OutputEvent):
+                result.outputs.append(event.output)
+            actions = actions_by_event.get(event.type)
+            if not actions:
+                if not isinstance(event, OutputEvent):
+                    self._warn_unheard(event)
+                continue
+            for action, function, strategy, timeout in actions:
+                # The first attempt runs here, not in a coroutine of its own (one per action
+                # is measurable per record); failures and retries go to _failed.
+                ctx = RunContext(run, action, event)
+                marks = run.short_term.mark(), run.sensory.mark()
+                try:
+                    returned = function(event, ctx)
+                    if returned is not None and inspect.isawaitable(returned):
+                        if timeout is None:
+                            await returned
+                        else:
+                            await _bounded_action(returned, timeout, action)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
+                    queue.extend(
+                        await self._failed(
+                            run, action, function, strategy, timeout, event, marks, exc
+                        )
+                    )
+                else:
+                    queue.extend(ctx._sent)
+
+    async def _run_with_agent_hooks(self, run: _Run, value: Any) -> RunResult:
+        """:meth:`run` with the ``before_agent`` / ``after_agent`` hooks around the actions.
+
+        A failing hook follows the agent's error strategy: RETRY runs the hook again, IGNORE
+        records an error event and goes on without it, FAIL raises its HookError.
+        """
+        memory = StoredMemoryObject(run.short_term)
+        before = HookContext(point=HookPoint.BEFORE_AGENT, key=run.key, memory=memory, input=value)
+        ran = await self._agent_hook(run, self.plan.hooks_at(HookPoint.BEFORE_AGENT.value), before)
+        if ran and before.stopped:
+            run.result.outputs.append(before.answer)
+        else:  # an ignored failure goes on with the input as it came
+            await self._run_events(run, before.input if ran else value)
+        after = HookContext(
+            point=HookPoint.AFTER_AGENT,
+            key=run.key,
+            memory=memory,
+            input=before.input,
+            outputs=list(run.result.outputs),
+        )
+        if await self._agent_hook(run, self.plan.hooks_at(HookPoint.AFTER_AGENT.value), after):
+            run.result.outputs = list(after.outputs)
+        run.result.memory_updates = run.short_term.updates
+        run.result.memory_deletes = sorted(run.short_term.deletes)
+        return run.result
+
+    async def _agent_hook(
+        self, run: _Run, hooks: list[tuple[str, Callable[..., Any]]], hc: HookContext
+    ) -> bool:
+        """Run agent hooks under the agent's error strategy; False when IGNORE skipped them."""
+        if not hooks:
+            return True
+        attempt = 0
+        mark = run.short_term.mark()
+        while True:
+            try:
+                await run_hooks(hooks, hc)
+                return True
+            except HookError as exc:
+                run.short_term.reset(mark)
+                exc.with_location(key=run.key)
+                if self._strategy is ErrorHandlingStrategy.RETRY and attempt < self._max_retries:
+                    attempt += 1
+                    wait = self._retry_wait * (2 ** (attempt - 1))
+                    log.warning(
+                        "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, exc
+                    )
+                    await asyncio.sleep(wait)
+                    continue
+                if self._strategy is ErrorHandlingStrategy.IGNORE:
+                    log.error("ignored failure: %s", exc)
+                    run.result.errors.append(
+                        ErrorEvent(
+                            key=_jsonable_key(run.key),
+                            action=f"hook:{exc.name}",
+                            failed_event_id="",
+                            failed_event_type=exc.point,
+                            error_type=type(exc).__name__,
+                            error=str(exc),
+                        )
+                    )
+                    return False
+                raise
 
     def _warn_unheard(self, event: Event) -> None:
         if event.type in self._unheard:

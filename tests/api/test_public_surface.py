@@ -10,12 +10,42 @@ import textwrap
 import pytest
 
 PUBLIC = {
-    "flink_agents.api.agents.agent": {"Agent", "ActionDefinition", "resource_type_of"},
+    "flink_agents.api.agents.agent": {
+        "Agent",
+        "ActionDefinition",
+        "HookDefinition",
+        "InterceptorDefinition",
+        "interceptor_name",
+        "resource_type_of",
+    },
     "flink_agents.api.agents.react_agent": {
         "ReActAgent",
         "parse_output",
+        "react_observe_action",
         "react_start_action",
         "react_stop_action",
+    },
+    "flink_agents.api.agents.text_react": {
+        "ReActStep",
+        "match_tool",
+        "observation",
+        "parse_react",
+        "tools_prompt",
+    },
+    "flink_agents.api.chat_history": {
+        "ChatHistory",
+        "estimate_tokens",
+        "history_turn",
+        "summary_message",
+        "summary_request",
+        "with_history",
+    },
+    "flink_agents.api.hooks": {"HookContext", "HookPoint"},
+    "flink_agents.api.interceptors": {
+        "ModelCallRequest",
+        "ModelInterceptor",
+        "ToolCallRequest",
+        "ToolInterceptor",
     },
     "flink_agents.api.core_options": {
         "AgentConfigOptions",
@@ -35,9 +65,12 @@ PUBLIC = {
         "chat_model_setup",
         "embedding_model_connection",
         "embedding_model_setup",
+        "hook",
         "mcp_server",
+        "model_interceptor",
         "prompt",
         "tool",
+        "tool_interceptor",
         "vector_store",
     },
     "flink_agents.api.resource": {
@@ -97,6 +130,24 @@ PUBLIC = {
     "flink_agents.api.chat_models.java_chat_model": {
         "JavaChatModelConnection",
         "JavaChatModelSetup",
+    },
+    "flink_agents.api.yaml.specs": {
+        "ActionSpec",
+        "AgentSpec",
+        "DescriptorSpec",
+        "MessageRole",
+        "PromptMessage",
+        "PromptSpec",
+        "ToolSpec",
+        "YamlAgentsDocument",
+        "export",
+    },
+    "flink_agents.api.yaml.aliases": {"resolve_clazz", "resolve_event_type"},
+    "flink_agents.api.yaml.loader": {
+        "YamlRegistry",
+        "agent_to_apply",
+        "build_agents",
+        "load_yaml",
     },
     "flink_agents.api.embedding_models.java_embedding_model": {
         "JavaEmbeddingModelConnection",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import custom_events, react_agent, workflow_single_agent
+from examples import custom_events, react_agent, workflow_single_agent, yaml_agent
 from flink_agents.testing import ScriptedChatModelConnection
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +87,50 @@ def test_custom_events_example_branches_and_keeps_memory():
     assert [s["decision"] for s in by_key["cid"]] == ["review accepted"]
 
 
+def test_yaml_agent_example_looks_up_orders_and_escalates_from_its_yaml_config():
+    ScriptedChatModelConnection.reset_counts()
+    results = dict(values(yaml_agent.main()))
+    assert results == {
+        "t1": {
+            "ticket": "t1",
+            "category": "delivery",
+            "priority": 2,
+            "escalated": False,
+            "reply": "Your order is shipped, arriving tomorrow.",
+        },
+        "t2": {
+            "ticket": "t2",
+            "category": "delivery",
+            "priority": 5,
+            "escalated": True,  # escalate_at: 4 in the YAML file
+            "reply": "Your order is delayed at customs.",
+        },
+        "t3": {
+            "ticket": "t3",
+            "category": "billing",
+            "priority": 2,
+            "escalated": False,
+            "reply": "We are looking into it.",
+        },
+    }
+    # Two tickets name an order: a tool call and an answer each; the third, one answer.
+    assert ScriptedChatModelConnection.call_counts["scripted"] == 5
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_yaml_agent_example_model_files_load_and_compile(provider):
+    """The other model files are valid and complete: the agent compiles against each
+    (nothing is called)."""
+    from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml([yaml_agent.AGENT_FILE, yaml_agent.HERE / "yaml_models" / f"{provider}.yaml"])
+    builder = env.from_list([]).apply("ticket_triage_agent")
+    setup = builder._plan.resource_providers["chat_model"]["triage_model"]
+    assert setup.clazz.endswith(("OllamaChatModelSetup", "OpenAIChatModelSetup"))
+    assert setup.arguments["tools"] == ["order_status"]
+
+
 @pytest.mark.parametrize(
     ("module", "lines"),
     [
@@ -94,6 +138,7 @@ def test_custom_events_example_branches_and_keeps_memory():
         ("examples.react_agent", 3),
         ("examples.custom_events", 6),
         ("examples.approval_agent", 8),
+        ("examples.yaml_agent", 3),
     ],
 )
 def test_example_runs_as_a_script(module, lines):
@@ -160,3 +205,16 @@ def test_approval_agent_example_pauses_and_resumes_by_the_reviewers_decisions():
     assert approval_agent.ISSUED == [("A-1001", 30.0), ("A-1002", 100.0), ("A-1004", 5.0)]
     # Two model calls per ticket: the one before each pause was not made again.
     assert ScriptedChatModelConnection.call_counts["refund-model"] == 8
+
+
+def test_text_react_agent_example_parses_acts_and_is_guarded():
+    from examples import text_react_agent
+
+    ScriptedChatModelConnection.reset_counts()
+    out = dict(values(text_react_agent.main()))
+    assert out["q0"]["output"] == "391.0"  # the interceptor stripped the <think> block
+    assert out["q0"]["tool_trace"] == [
+        {"tool": "multiply", "arguments": {"a": 17, "b": 23}, "result": "391.0", "is_error": False}
+    ]
+    assert out["q1"]["output"].startswith("refused: the arguments must be at most one million")
+    assert ScriptedChatModelConnection.call_counts["calc"] == 4

@@ -47,12 +47,16 @@ class ScriptedServer:
     Args:
         replies: replies in order; the last one repeats when the script runs out.
         respond: alternatively, ``request -> Reply`` (called for each request).
+        port: the port to listen on (default: any free one). A fixed port is for a
+            configuration that must stay unchanged; hold it with ``tests.ports.held_port``.
     """
 
     def __init__(
         self,
         replies: list[Reply] | None = None,
         respond: Callable[[Request], Reply] | None = None,
+        *,
+        port: int = 0,
     ) -> None:
         self.replies = list(replies or [])
         self.respond = respond
@@ -109,7 +113,7 @@ class ScriptedServer:
             do_POST = _handle
             do_GET = _handle
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

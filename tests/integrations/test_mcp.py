@@ -207,3 +207,18 @@ def test_agent_uses_mcp_tools_through_a_chat_model(transport, request):
         "call_exp",
     ]
     assert json.dumps(second).count("call_mul") >= 2  # the assistant call and its result
+
+
+def test_stdio_server_starts_when_stderr_has_no_file_descriptor(monkeypatch):
+    """A thread-mode Flink job runs Python embedded in the TaskManager, where sys.stderr is
+    pemja's catcher without fileno(): the stdio transport must still start the server."""
+    import io
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with pytest.raises(io.UnsupportedOperation):
+        sys.stderr.fileno()
+    server = MCPServer(**STDIO, timeout=60)
+    try:
+        assert "multiply" in {t.name for t in server.list_tools()}
+    finally:
+        server.close()

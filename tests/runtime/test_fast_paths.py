@@ -212,3 +212,26 @@ def test_report_notes_are_json_lines(tmp_path: Path) -> None:
     assert [json.loads(line) for line in report.read_text().splitlines()] == [
         {"job": "job-x", "path": "some-path", "engaged": False, "detail": "why"}
     ]
+
+
+def test_pyflink_private_names_are_read_in_the_internals_module_only():
+    """A PyFlink upgrade is checked in one file: no other module of the package reads a
+    private attribute of a PyFlink object or imports a private PyFlink helper."""
+    import re
+    from pathlib import Path
+
+    import flink_agents
+
+    root = Path(flink_agents.__file__).parent
+    private = re.compile(
+        r"\._j_[a-z]|\._type_info\b|_keyed_state_backend|_get_one_input_stream_operator"
+        r"|\._chained_operations|_output_data_converter|_process_element_func"
+    )
+    offenders = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "_pyflink_internals.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line)
+    ]
+    assert offenders == []

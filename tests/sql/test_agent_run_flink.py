@@ -1,18 +1,14 @@
 """agent_run end to end on a MiniCluster, in one job: a SQL script registers a Python UDF,
-makes it a tool (and an MCP server's tool another), creates a model pointing at a real
-local OpenAI-compatible HTTP server, an agent with those tools, and INSERTs agent_run
-results over bounded tables into file sinks."""
+makes it a tool (and another the tool of an MCP server the job starts over stdio), creates
+a model pointing at a real local OpenAI-compatible HTTP server, an agent with those tools,
+and INSERTs agent_run results over bounded tables into file sinks."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +22,6 @@ from tests.integrations.fake_servers import (
     ScriptedServer,
     openai_reply,
 )
-from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 
@@ -54,40 +49,12 @@ def respond(request: Request) -> Reply:
     return Reply(openai_reply(f"echo {question} (history {history})"))
 
 
-@pytest.fixture
-def mcp_url() -> Iterator[str]:
-    """The test MCP server over streamable HTTP (stdio servers cannot start inside a
-    thread-mode Python worker: its ``sys.stderr`` has no file descriptor)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integrations.mcp_server", "http", str(port)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("the MCP HTTP server did not start")
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(10)
-
-
 def read_sink(path: Path) -> list[dict[str, Any]]:
     files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
     return [json.loads(line) for f in files for line in f.read_text().splitlines() if line]
 
 
-def test_agent_run_script_end_to_end(
-    tmp_path: Path, mcp_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_agent_run_script_end_to_end(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     with ScriptedServer(respond=respond) as server:
         sinks = {name: tmp_path / name for name in ("answers", "redrafted", "loud")}
@@ -102,7 +69,8 @@ def test_agent_run_script_end_to_end(
         CREATE TEMPORARY FUNCTION get_weather AS 'tests.sql.udfs.get_weather' LANGUAGE PYTHON;
         CREATE TOOL weather USING FUNCTION get_weather
           WITH ('description' = 'Current weather of a city');
-        CREATE CONNECTION calculator WITH ('type' = 'mcp', 'endpoint' = '{mcp_url}');
+        CREATE CONNECTION calculator WITH ('type' = 'mcp', 'command' = '{sys.executable}',
+          'args' = '-m tests.integrations.mcp_server', 'cwd' = '{REPO}');
         CREATE TOOL calc USING CONNECTION calculator
           WITH ('allowed_tools' = 'multiply', 'read_timeout' = '60s');
         CREATE MODEL gpt WITH ('provider' = 'openai',

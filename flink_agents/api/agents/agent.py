@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flink_agents.api._function import unwrap
-from flink_agents.api.decorators import ACTION_ATTR, RESOURCE_ATTR, ActionMarker, ResourceMarker
+from flink_agents.api.decorators import (
+    ACTION_ATTR,
+    HOOK_ATTR,
+    INTERCEPTOR_ATTR,
+    RESOURCE_ATTR,
+    ActionMarker,
+    ResourceMarker,
+)
 from flink_agents.api.events.event import Event
 from flink_agents.api.resource import (
     ResourceDescriptor,
@@ -32,6 +39,42 @@ class ActionDefinition:
     events: tuple[type[Event] | str, ...]
     func: Callable[..., Any]
     config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InterceptorDefinition:
+    """A model or tool interceptor as declared (see :mod:`flink_agents.api.interceptors`).
+
+    Attributes:
+        kind: ``"model"`` or ``"tool"``.
+        name: its name (in errors).
+        func: the function ``(request, call_next)`` or an interceptor class.
+    """
+
+    kind: str
+    name: str
+    func: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class HookDefinition:
+    """A hook as declared (see :mod:`flink_agents.api.hooks`).
+
+    Attributes:
+        name: unique hook name.
+        point: where it runs (a :class:`~flink_agents.api.hooks.HookPoint` value).
+        func: the function ``(hc)``.
+    """
+
+    name: str
+    point: str
+    func: Callable[..., Any]
+
+
+def interceptor_name(func: Any) -> str:
+    """The default name of an interceptor: its qualified name."""
+    func = unwrap(func)
+    return str(getattr(func, "__qualname__", None) or repr(func))
 
 
 def resource_type_of(instance: Any) -> ResourceType:
@@ -59,6 +102,12 @@ class Agent:
     _added_actions: dict[str, ActionDefinition]
     _added_resources: dict[ResourceType, dict[str, Any]]
     _declaration_problems: list[str]
+    _added_interceptors: list[InterceptorDefinition]
+    _added_hooks: dict[str, HookDefinition]
+
+    #: The agent's name and description (plan metadata; tools and UIs show them).
+    name: str | None = None
+    description: str | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Agent:
         # Set up here rather than in __init__ so subclasses that define __init__ without
@@ -67,6 +116,8 @@ class Agent:
         self._added_actions = {}
         self._added_resources = {}
         self._declaration_problems = []
+        self._added_interceptors = []
+        self._added_hooks = {}
         return self
 
     # -- actions -----------------------------------------------------------------------
@@ -106,6 +157,69 @@ class Agent:
     def actions(self) -> dict[str, ActionDefinition]:
         """All actions: decorated methods first, then added ones."""
         return {**self._decorated_actions(), **self._added_actions}
+
+    # -- interceptors and hooks ---------------------------------------------------------
+    def add_model_interceptor(self, interceptor: Any, name: str | None = None) -> Agent:
+        """Add a model interceptor after those declared so far (see
+        :mod:`flink_agents.api.interceptors`).
+
+        Args:
+            interceptor: a module-level function or static method ``(request, call_next)``,
+                or a :class:`~flink_agents.api.interceptors.ModelInterceptor` subclass.
+            name: its name in errors (default: its qualified name).
+        """
+        return self._add_interceptor("model", interceptor, name)
+
+    def add_tool_interceptor(self, interceptor: Any, name: str | None = None) -> Agent:
+        """Add a tool interceptor after those declared so far (see
+        :mod:`flink_agents.api.interceptors`)."""
+        return self._add_interceptor("tool", interceptor, name)
+
+    def _add_interceptor(self, kind: str, interceptor: Any, name: str | None) -> Agent:
+        func = unwrap(interceptor)
+        self._added_interceptors.append(
+            InterceptorDefinition(kind, name or interceptor_name(func), func)
+        )
+        return self
+
+    @property
+    def interceptors(self) -> list[InterceptorDefinition]:
+        """Model and tool interceptors: decorated methods first, then added ones."""
+        found = [
+            InterceptorDefinition(kind, name, unwrap(raw))
+            for name, raw in _members(type(self))
+            if (kind := getattr(unwrap(raw), INTERCEPTOR_ATTR, None)) is not None
+        ]
+        return found + list(self._added_interceptors)
+
+    def add_hook(self, name: str, point: Any, func: Callable[..., Any]) -> Agent:
+        """Add a hook (see :mod:`flink_agents.api.hooks`).
+
+        Args:
+            name: unique hook name.
+            point: ``"before_agent"``, ``"after_agent"``, ``"before_model"`` or
+                ``"after_model"`` (or a ``HookPoint``).
+            func: a module-level function or static method ``(hc: HookContext) -> None``.
+        """
+        if name in self._added_hooks or name in self._decorated_hooks():
+            self._declaration_problems.append(
+                f"duplicate hook name {name!r}: give each hook its own name"
+            )
+        point = str(getattr(point, "value", point))
+        self._added_hooks[name] = HookDefinition(name, point, unwrap(func))
+        return self
+
+    def _decorated_hooks(self) -> dict[str, HookDefinition]:
+        return {
+            name: HookDefinition(name, point, unwrap(raw))
+            for name, raw in _members(type(self))
+            if (point := getattr(unwrap(raw), HOOK_ATTR, None)) is not None
+        }
+
+    @property
+    def hooks(self) -> dict[str, HookDefinition]:
+        """All hooks by name: decorated methods first, then added ones."""
+        return {**self._decorated_hooks(), **self._added_hooks}
 
     # -- resources ---------------------------------------------------------------------
     def add_resource(

@@ -52,14 +52,14 @@ os.register_at_fork(after_in_child=lambda: _RANDOM.seed(os.urandom(32)))
 def _new_id() -> UUID:
     """A random (version 4) UUID.
 
-    ``uuid4()`` reads ``os.urandom`` each time, which measured ~8 us per call here (a
-    syscall, slower under load) and was the largest single cost of a short run. Event ids
-    need uniqueness, not secrecy: a Mersenne Twister seeded from ``os.urandom`` (reseeded
-    in a forked child) gives 122 random bits in ~1 us.
+    ``uuid4()`` reads ``os.urandom`` each time (a syscall, slower under load), which was
+    the largest single cost of a short run. Event ids need uniqueness, not secrecy: a
+    Mersenne Twister seeded from ``os.urandom`` (reseeded in a forked child) gives 122
+    random bits several times faster (figures: docs/ARCHITECTURE.md, section 6).
     """
     # What UUID(int=..., version=4) does, without its argument checks (a hot path): the
-    # immutable UUID's slots are set through their descriptors (~0.3 us against ~0.9 us
-    # for two object.__setattr__ calls).
+    # immutable UUID's slots are set through their descriptors (a third of the cost of
+    # two object.__setattr__ calls).
     uid = _new_object(UUID)
     _set_uuid_int(uid, (_random_bits(128) & _VERSION_MASK) | _VERSION_BITS)
     _set_uuid_safe(uid, SafeUUID.unknown)
@@ -108,8 +108,8 @@ def _json_problem(value: Any) -> str | None:
     """Why ``value`` cannot be written as JSON (None when it can).
 
     Pydantic's serializer judges, as upstream's ``model_dump_json`` does (with Rows
-    written as upstream writes them); it runs in Rust, so checking a small record costs
-    ~0.3 us and a large one about half of what a Python walk would. This runs for every
+    written as upstream writes them); it runs in Rust, so checking a large record costs
+    about half of what a Python walk would. This runs for every
     event made, so scalars return at once.
     """
     cls = type(value)

@@ -41,10 +41,11 @@ import concurrent.futures
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -190,6 +191,30 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
+def _server_errlog() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr when it is a real file.
+
+    The stdio transport hands the file to the server process, so it needs a file
+    descriptor. A thread-mode Flink job runs Python embedded in the TaskManager, where
+    ``sys.stderr`` is pemja's catcher without ``fileno()``: the server then writes to the
+    process's original stderr (the TaskManager's ``.out``/``.err`` file), else to nothing.
+    """
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            continue
+    global _devnull
+    if _devnull is None:
+        _devnull = open(os.devnull, "w")  # noqa: SIM115 - shared for the process's life
+    return _devnull
+
+
+_devnull: TextIO | None = None
+
+
 class MCPServer(SerializableResource):
     """An MCP server whose tools (and prompts) an agent can use.
 
@@ -262,7 +287,7 @@ class MCPServer(SerializableResource):
         params = StdioServerParameters(
             command=self.command or "", args=list(self.args), env=env or None, cwd=self.cwd
         )
-        return stdio_client(params)
+        return stdio_client(params, errlog=_server_errlog())
 
     def _open(self) -> _Session:
         with self._lock:

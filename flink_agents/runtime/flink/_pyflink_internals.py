@@ -31,7 +31,9 @@ VERIFIED = (
     "(closure cells process_element, function_context, process_func), the keyed input layout "
     "[row kind, [key, record]], RuntimeContext._keyed_state_backend(._keyed_state_backend), "
     "embedded.state_impl.JVoidNamespace_INSTANCE, data_stream._get_one_input_stream_operator, "
-    "DataStream._j_data_stream, StreamExecutionEnvironment._j_stream_execution_environment"
+    "DataStream._j_data_stream, StreamExecutionEnvironment._j_stream_execution_environment, "
+    "TableEnvironment._j_tenv (getCatalogManager, getPlanner().getFlinkContext()"
+    ".getFunctionCatalog()), Configuration._j_configuration, ExternalTypeInfo._type_info"
 )
 
 _version_checked = False
@@ -256,3 +258,35 @@ def environment_config(env: Any) -> Any:
 
     util = get_gateway().jvm.org.apache.flink.python.util.PythonConfigUtil
     return util.getEnvironmentConfig(env._j_stream_execution_environment)
+
+
+def stream_transformations(env: Any) -> Any:
+    """The Java list of the transformations ``env`` (a ``StreamExecutionEnvironment``) has
+    collected so far (a py4j list: ``del`` removes the Java element)."""
+    return env._j_stream_execution_environment.getTransformations()
+
+
+def java_configuration(config: Any) -> Any:
+    """The Java ``Configuration`` behind a PyFlink ``Configuration``."""
+    return config._j_configuration
+
+
+def row_type_info(type_info: Any) -> Any:
+    """A stream's type info without PyFlink's ``ExternalTypeInfo`` wrapper (what
+    ``Table.to_data_stream`` gives for rows)."""
+    return getattr(type_info, "_type_info", type_info)
+
+
+# -- the Table API's Java side (SQL) -----------------------------------------------------------
+
+
+def catalog_manager(t_env: Any) -> Any:
+    """The table environment's Java ``CatalogManager`` (resolves model identifiers and
+    holds their options)."""
+    return t_env._j_tenv.getCatalogManager()
+
+
+def function_catalog(t_env: Any) -> Any:
+    """The table environment's Java ``FunctionCatalog``, which resolves a function name as
+    SQL does (temporary system, temporary catalog, catalog functions)."""
+    return t_env._j_tenv.getPlanner().getFlinkContext().getFunctionCatalog()

@@ -91,9 +91,9 @@ def claim_barrier_hook(contract_version: str) -> BarrierHook:
     if contract_version != CONTRACT_VERSION:
         message = (
             f"the flink-agents bridge jar's Flink operator speaks contract {contract_version}, "
-            f"this package {CONTRACT_VERSION}: rebuild the jar (make java) or drop stale "
-            "jars from the job; the function runs in PyFlink's operator path (no barrier "
-            "hook, no lean operation, no batches)"
+            f"this package {CONTRACT_VERSION}: reinstall the package with a JDK on "
+            "PATH (`make java` in a checkout) or drop stale jars from the job; the function "
+            "runs in PyFlink's operator path (no barrier hook, no lean operation, no batches)"
         )
         if function is not None:
             function.note_fast_path(BARRIER_HOOK, False, message)

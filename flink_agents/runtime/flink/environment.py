@@ -152,7 +152,9 @@ def _bridge_class(name: str, without: str) -> Any:
         if name not in _warned_missing:
             _warned_missing.add(name)
             log.warning(
-                "%s cannot be used (%s): %s. Build the bridge jar: `make java`",
+                "%s cannot be used (%s): %s. The jar is built into the package when it is "
+                "installed with a JDK on PATH (pip install, `make java` in a checkout); "
+                "reinstall with a JDK, without FLINK_AGENTS_SKIP_JAVA=1",
                 name,
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
                 without,
@@ -230,10 +232,13 @@ class FlinkAgentBuilder(AgentBuilder):
             raise RuntimeError("call apply(agent) first")
         return self._plan
 
-    def apply(self, agent: Agent) -> FlinkAgentBuilder:
+    def apply(self, agent: Agent | str) -> FlinkAgentBuilder:
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
-        plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
+        plan = AgentPlan.from_agent(
+            agent, self._env.get_config(), self._env.resources, self._env.interceptors
+        )
         # Objects of the job script travel by value; what could not be pickled stays a
         # reference by name, which Flink's Python workers cannot import.
         main_refs = plan.main_module_references()

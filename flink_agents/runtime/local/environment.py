@@ -35,10 +35,13 @@ class LocalAgentBuilder(AgentBuilder):
         self._outputs: list[dict[str, Any]] | None = None
         self.runner: LocalRunner | None = None
 
-    def apply(self, agent: Agent) -> LocalAgentBuilder:
+    def apply(self, agent: Agent | str) -> LocalAgentBuilder:
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_list again")
-        plan = AgentPlan.from_agent(agent, self._env.get_config(), self._env.resources)
+        agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
+        plan = AgentPlan.from_agent(
+            agent, self._env.get_config(), self._env.resources, self._env.interceptors
+        )
         from flink_agents.runtime.java import check_java_resources
 
         check_java_resources(plan, "local")  # Java resources need a thread-mode Flink worker

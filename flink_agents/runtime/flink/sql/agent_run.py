@@ -25,6 +25,7 @@ from pyflink.table import DataTypes, Schema
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.errors import CatalogError, SqlError
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.environment import FlinkAgentBuilder, FlinkExecutionEnvironment
 from flink_agents.sql.agent import MODEL_CONNECTION, SqlAgent
 from flink_agents.sql.catalog import AgentCatalog, CatalogAgent, ObjectIdentifier
@@ -133,8 +134,8 @@ class AgentRunTranslator:
         for key, value in settings.config.items():
             config.set_str(key, value)
 
-        j_env = self.env.env._j_stream_execution_environment
-        before = j_env.getTransformations().size()  # to_data_stream adds one too
+        # to_data_stream adds a transformation too: the ones added here are removed below
+        before = internals.stream_transformations(self.env.env).size()
         try:
             try:
                 stream = t_env.to_data_stream(table)
@@ -144,7 +145,7 @@ class AgentRunTranslator:
                     "(agent_run takes insert-only input)"
                 ) from None
             row_type = stream.get_type()
-            row_type = getattr(row_type, "_type_info", row_type)  # ExternalTypeInfo<Row>
+            row_type = internals.row_type_info(row_type)
             out_name = output_column(names)
             out_type = RowTypeInfo(
                 [*row_type.get_field_types(), Types.STRING()], [*names, out_name]
@@ -162,7 +163,7 @@ class AgentRunTranslator:
             schema_builder.column(out_name, DataTypes.STRING())
             result = t_env.from_data_stream(outputs, schema_builder.build())
         finally:
-            added = j_env.getTransformations()
+            added = internals.stream_transformations(self.env.env)
             for _ in range(added.size() - before):
                 del added[before]  # py4j list: removes the Java element
         self._share_jars()
@@ -186,10 +187,8 @@ class AgentRunTranslator:
         function, that replaced the environment's ``pipeline.jars`` and the job failed with
         ``ClassNotFoundException: org.flinkagents.flink.CarriedTimestampOperator``."""
         from pyflink.common import Configuration
-        from pyflink.java_gateway import get_gateway
 
-        j_conf = get_gateway().jvm.org.apache.flink.python.util.PythonConfigUtil
-        env_conf = j_conf.getEnvironmentConfig(self.env.env._j_stream_execution_environment)
+        env_conf = internals.environment_config(self.env.env)
         env_jars = Configuration.parse_list_value(env_conf.getString("pipeline.jars", "") or "")
         table_config = self.env.t_env.get_config()
         jars = Configuration.parse_list_value(table_config.get("pipeline.jars", "") or "")

@@ -17,6 +17,7 @@ from typing import Any
 from pyflink.java_gateway import get_gateway
 
 from flink_agents.errors import CatalogError
+from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.sql.catalog import ObjectIdentifier
 from flink_agents.sql.statements import Name
 
@@ -48,11 +49,11 @@ class FlinkHost:
         return jvm.org.apache.flink.table.catalog.UnresolvedIdentifier.of(list(parts))
 
     def _catalog_manager(self) -> Any:
-        return self.t_env._j_tenv.getCatalogManager()
+        return internals.catalog_manager(self.t_env)
 
     # -- functions -----------------------------------------------------------------------------
     def _function_catalog(self) -> Any:
-        return self.t_env._j_tenv.getPlanner().getFlinkContext().getFunctionCatalog()
+        return internals.function_catalog(self.t_env)
 
     def _lookup_function(self, parts: tuple[str, ...] | list[str]) -> Any:
         try:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flink_agents.errors import FlinkAgentsError, SqlError
+from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.environment import FlinkExecutionEnvironment
 from flink_agents.runtime.flink.sql.agent_run import AgentRunTranslator
 from flink_agents.runtime.flink.sql.host import FlinkHost
@@ -309,6 +310,9 @@ def remote_environment(host: str, port: int) -> Any:
     gateway = get_gateway()
     j_env_class = gateway.jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment
     j_env = j_env_class.createRemoteEnvironment(
-        host, int(port), Configuration()._j_configuration, gateway.new_array(gateway.jvm.String, 0)
+        host,
+        int(port),
+        internals.java_configuration(Configuration()),
+        gateway.new_array(gateway.jvm.String, 0),
     )
     return StreamExecutionEnvironment(j_env)
