@@ -24,7 +24,10 @@
      |    +-- ToolError              a tool call failed
      |    |    +-- ToolArgumentError the model called a tool with bad arguments
      |    |    +-- UnknownToolError  the model called a tool that does not exist
+     |    |    +-- ToolRejectedError a human rejected the call (or its approval expired)
      |    +-- OutputSchemaError      a model reply does not match the output schema
+     |    +-- CallTimeoutError       a model, tool or action call ran past its timeout
+     |                               (also a built-in TimeoutError)
      |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
      +-- ClusterError                the local standalone cluster could not be started,
      |                               reached or stopped, or a job submission failed
@@ -320,8 +323,38 @@ class UnknownToolError(ToolError):
     """A tool that does not exist was requested."""
 
 
+class ToolRejectedError(ToolError):
+    """A tool call that needed a human's approval was rejected, or its approval request
+    expired (``approval.timeout``)."""
+
+
 class OutputSchemaError(RuntimeFailure):
     """A model reply could not be parsed into the requested output schema."""
+
+
+class CallTimeoutError(RuntimeFailure, TimeoutError):
+    """A model call, tool call or action ran past its timeout (``model.timeout``,
+    ``tool.timeout``, ``action.timeout`` or a resource's own ``timeout``).
+
+    Attributes:
+        kind: ``"model"``, ``"tool"`` or ``"action"``.
+        name: the chat model setup, tool or action name.
+        timeout: the timeout in seconds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str | None = None,
+        name: str | None = None,
+        timeout: float | None = None,
+        **location: Any,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.timeout = timeout
+        super().__init__(message, **location)
 
 
 class JavaBridgeError(RuntimeFailure):

@@ -167,7 +167,11 @@ def _identity(value: Any) -> Any:
 _OPTIONS: dict[str, ConfigOption[Any]] = {}
 #: Modules that define option holders; imported before a key is declared unknown, so their
 #: options are known even when nothing imported them yet. A missing module is skipped.
-_OPTION_MODULES: list[str] = ["flink_agents.api.memory.long_term_memory"]
+_OPTION_MODULES: list[str] = [
+    "flink_agents.api.memory.long_term_memory",
+    "flink_agents.api.timeouts",
+    "flink_agents.api.approval",
+]
 _imported_option_modules = False
 #: Keys already warned about (no-effect options, free keys), once per process.
 _noted: set[str] = set()

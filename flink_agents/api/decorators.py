@@ -32,9 +32,10 @@ class ActionMarker:
 
 @dataclass(frozen=True)
 class ResourceMarker:
-    """What a resource decorator recorded: the resource type."""
+    """What a resource decorator recorded: the resource type (and a tool's options)."""
 
     resource_type: ResourceType
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def _mark(obj: Any, attr: str, marker: Any) -> Any:
@@ -59,10 +60,33 @@ def action(*events: type[Event] | str, **config: Any) -> Callable[[_F], _F]:
     return decorate
 
 
-def tool(func: _F) -> _F:
+def tool(
+    func: _F | None = None,
+    *,
+    requires_approval: bool = False,
+    timeout: float | None = None,
+) -> Any:
     """Mark a function as a tool: the method name is the tool name, its signature and
-    docstring give the argument schema and description."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL))  # type: ignore[no-any-return]
+    docstring give the argument schema and description.
+
+    Used bare (``@tool``) or with options (``@tool(requires_approval=True, timeout=5)``).
+
+    Args:
+        func: the function (when used bare).
+        requires_approval: pause the run for a human decision before each call (see
+            :mod:`flink_agents.api.approval`).
+        timeout: seconds a call may take (overrides the ``tool.timeout`` option).
+    """
+    options: dict[str, Any] = {}
+    if requires_approval:
+        options["requires_approval"] = True
+    if timeout is not None:
+        options["timeout"] = timeout
+
+    def decorate(f: _F) -> _F:
+        return _mark(f, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL, options))  # type: ignore[no-any-return]
+
+    return decorate if func is None else decorate(func)
 
 
 def prompt(func: _F) -> _F:

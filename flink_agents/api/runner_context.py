@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.events.event import Event
 from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
@@ -100,6 +101,25 @@ class RunnerContext(ABC):
         """Like :meth:`durable_execute`, without blocking other keys while it waits: an
         ``async def`` function (or reconciler) is awaited, a plain one runs on a worker
         thread."""
+
+    async def request_approval(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        tool_call_id: str | None = None,
+    ) -> ApprovalResponse:
+        """Ask a human whether to call ``tool_name`` with ``arguments``; returns the decision.
+
+        The first time, the run pauses here: the agent emits an
+        :class:`~flink_agents.api.approval.ApprovalRequest` and the input stays uncommitted
+        until an :class:`~flink_agents.api.approval.ApprovalResponse` for it arrives (or
+        ``approval.timeout`` rejects it). The run then starts again from its input and every
+        durable call made before the pause is answered from the log, so the action must make
+        the same calls in the same order up to here (as for a restore). Code before this call
+        runs again on resume; keep side effects in durable calls.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot pause a run for approval")
 
     @property
     @abstractmethod

@@ -52,9 +52,16 @@ from flink_agents.api.hooks import HookContext, HookPoint
 from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.timeouts import TimeoutOptions, bounded
 from flink_agents.api.tools.tool import Tool
 from flink_agents.api.vector_stores.vector_store import VectorStoreQuery
-from flink_agents.errors import InterceptorError, ModelCallError, ResourceError, UnknownToolError
+from flink_agents.errors import (
+    InterceptorError,
+    ModelCallError,
+    ResourceError,
+    ToolRejectedError,
+    UnknownToolError,
+)
 from flink_agents.plan.behaviours import run_chain, run_hooks
 
 _LOOP = "_tool_loop"
@@ -90,12 +97,14 @@ async def call_model(
     place a model is called."""
     setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
     chain = _chain(ctx, "model")
+    timeout = _timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
     if not chain and offer_tools:
         # The setup's own call, as before interceptors existed. Passed only when given: a
         # custom setup whose achat predates prompt_args still works.
         if prompt_args:
             options = {**(options or {}), "prompt_args": prompt_args}
-        return await ctx.durable_execute_async(setup.achat, messages, **(options or {}))  # type: ignore[attr-defined]
+        achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
+        return await ctx.durable_execute_async(achat, messages, **(options or {}))
     return await ctx.durable_execute_async(
         _intercepted_model_call,
         setup,
@@ -103,6 +112,7 @@ async def call_model(
         ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
         prompt_args or {},
         offer_tools,
+        timeout,
     )
 
 
@@ -112,9 +122,10 @@ async def _intercepted_model_call(
     request: ModelCallRequest,
     prompt_args: dict[str, Any],
     offer_tools: bool,
+    timeout: float | None = None,
 ) -> ChatMessage:
     """What the durable record of an intercepted model call wraps: request built, chain
-    run, connection called."""
+    run, connection called (bounded by ``timeout``: an interceptor sees the timeout)."""
     if offer_tools and setup.tools:
         # Looking tools up may create resources (an MCP server connects): off the loop.
         request.tools = await asyncio.to_thread(setup.get_tools)
@@ -122,9 +133,8 @@ async def _intercepted_model_call(
     request.options = {**setup.model_kwargs, **request.options}
 
     async def terminal(req: ModelCallRequest) -> ChatMessage:
-        reply: ChatMessage = await setup.get_connection().achat(
-            req.messages, req.tools or None, **req.options
-        )
+        achat = bounded(setup.get_connection().achat, timeout, "chat model", request.model)
+        reply: ChatMessage = await achat(req.messages, req.tools or None, **req.options)
         return reply
 
     reply: ChatMessage = await run_chain("model", chain, request, terminal)
@@ -140,21 +150,27 @@ async def call_tool(
     """Call ``tool`` through the tool interceptors, durably: the one place a tool is called
     (checks that must happen before any tool runs go right before this call)."""
     chain = _chain(ctx, "tool")
+    timeout = _timeout(tool, ctx, TimeoutOptions.TOOL_TIMEOUT)
     if not chain:
-        return await ctx.durable_execute_async(tool.acall, **arguments)
+        return await ctx.durable_execute_async(
+            bounded(tool.acall, timeout, "tool", name), **arguments
+        )
     request = ToolCallRequest(
         tool_name=name, arguments=arguments, call_id=call_id, tool=tool, key=ctx.key
     )
-    return await ctx.durable_execute_async(_intercepted_tool_call, chain, request)
+    return await ctx.durable_execute_async(_intercepted_tool_call, chain, request, timeout)
 
 
-async def _intercepted_tool_call(chain: list[tuple[str, Any]], request: ToolCallRequest) -> Any:
-    """What the durable record of an intercepted tool call wraps."""
+async def _intercepted_tool_call(
+    chain: list[tuple[str, Any]], request: ToolCallRequest, timeout: float | None = None
+) -> Any:
+    """What the durable record of an intercepted tool call wraps (the tool's own call
+    bounded by ``timeout``)."""
 
     async def terminal(req: ToolCallRequest) -> Any:
         if req.tool is None:
             raise UnknownToolError(f"unknown tool {req.tool_name!r}")
-        return await req.tool.acall(**req.arguments)
+        return await bounded(req.tool.acall, timeout, "tool", req.tool_name)(**req.arguments)
 
     return await run_chain("tool", chain, request, terminal)
 
@@ -297,6 +313,12 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     )
 
 
+def _timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None:
+    """The resource's own ``timeout``, else the option's value (None: no timeout)."""
+    own = getattr(resource, "timeout", None)
+    return own if own is not None else ctx.config.get(option)  # type: ignore[no-any-return]
+
+
 def _history_spec(spec: Any) -> ChatHistory:
     if isinstance(spec, ChatHistory):
         return spec
@@ -404,12 +426,26 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool = ctx.get_resource(name, ResourceType.TOOL)
                 except ResourceError as exc:
                     raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
+            if getattr(tool, "requires_approval", False):
+                # Pauses the run the first time (see flink_agents.api.approval).
+                decision = await ctx.request_approval(name, args, tool_call_id=call_id)
+                if not decision.approved:
+                    raise ToolRejectedError(
+                        f"the call was rejected by a human reviewer: "
+                        f"{decision.reason or 'no reason given'}"
+                    )
+                if decision.arguments is not None:
+                    args = decision.arguments
             result = await call_tool(ctx, tool, name, args, call_id)  # type: ignore[arg-type]
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
             responses[call_id] = to_jsonable_python(result, fallback=str)
         except InterceptorError:
             raise  # the interceptor's own failure follows the error strategy
+        except ToolRejectedError as exc:
+            message = f"Error: tool {name!r} was not called: {exc}"
+            errors[call_id] = message
+            responses[call_id] = message
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
             message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
             errors[call_id] = message

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from flink_agents.api.approval import ApprovalOptions, ApprovalRequest, ApprovalResponse
 from flink_agents.api.core_options import (
     AgentConfigOptions,
     AgentConfiguration,
@@ -39,6 +40,7 @@ from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
 from flink_agents.errors import ActionError, HookError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.plan.behaviours import run_hooks
@@ -69,6 +71,22 @@ class DurableRecord:
     pending: bool = False
 
 
+#: Signatures of the two durable records of an approval step.
+APPROVAL_REQUEST = "flink_agents.approval.request"
+APPROVAL_DECISION = "flink_agents.approval.decision"
+
+
+class RunPaused(BaseException):
+    """Raised through the actions when a run waits for a human decision; a BaseException so
+    that no action's ``except Exception`` swallows it. :meth:`AgentRunner.run` turns it into
+    a paused :class:`RunResult`."""
+
+    def __init__(self, request: ApprovalRequest, call_id: str) -> None:
+        super().__init__(request.request_id)
+        self.request = request
+        self.call_id = call_id
+
+
 @dataclass
 class RunResult:
     """What a run produced, for the host to commit.
@@ -80,6 +98,10 @@ class RunResult:
         memory_deletes: short-term memory paths removed.
         durable_records: durable calls completed in this run, by call id.
         errors: error events of failures the IGNORE strategy let pass.
+        approval: set when the run paused for a human decision: the request (also the one
+            output). The host keeps the input and ``durable_records`` uncommitted and runs
+            the input again once the decision is recorded at ``approval_call_id``.
+        approval_call_id: the durable call id the decision is recorded under.
     """
 
     key: Any
@@ -88,6 +110,8 @@ class RunResult:
     memory_deletes: list[str] = field(default_factory=list)
     durable_records: dict[str, DurableRecord] = field(default_factory=dict)
     errors: list[ErrorEvent] = field(default_factory=list)
+    approval: ApprovalRequest | None = None
+    approval_call_id: str | None = None
 
     def applied_to(self, memory: dict[str, Any]) -> dict[str, Any]:
         """``memory`` (flattened) after this run's changes: a new dict, or ``memory``
@@ -152,7 +176,11 @@ def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
         return _signature(raw), inspect.iscoroutinefunction(raw)
     info = _CALL_INFO.get(code)
     if info is None:
-        info = _CALL_INFO[code] = (_signature(raw), inspect.iscoroutinefunction(raw))
+        info = (_signature(raw), inspect.iscoroutinefunction(raw))
+        # A wrapper (functools.wraps) shares its code with every function it wraps (e.g. a
+        # call bounded by a timeout): named after the wrapped one each time, never cached.
+        if not hasattr(raw, "__wrapped__"):
+            _CALL_INFO[code] = info
     return info
 
 
@@ -361,6 +389,34 @@ class RunContext(RunnerContext):
         self._run.record(call_id, DurableRecord(signature, result=result))
         return result  # type: ignore[no-any-return]
 
+    # -- approval ---------------------------------------------------------------------------------
+    async def request_approval(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        tool_call_id: str | None = None,
+    ) -> ApprovalResponse:
+        # Two durable records: the request (its id and times stay those of the first run)
+        # and the decision, which the host records when the response (or the timeout) comes.
+        call_id, rec = self._replay(APPROVAL_REQUEST)
+        if rec is not None:
+            request: ApprovalRequest = rec.result
+        else:
+            request = ApprovalRequest.new(
+                self._run.key,
+                tool_name,
+                arguments,
+                tool_call_id,
+                self.config.get(ApprovalOptions.APPROVAL_TIMEOUT),
+            )
+            self._run.record(call_id, DurableRecord(APPROVAL_REQUEST, result=request))
+        call_id, rec = self._replay(APPROVAL_DECISION)
+        if rec is not None:
+            decision: ApprovalResponse = rec.result
+            return decision
+        raise RunPaused(request, call_id)
+
     # -- metrics ---------------------------------------------------------------------------------
     @property
     def agent_metric_group(self) -> SimpleMetricGroup:
@@ -407,13 +463,17 @@ class AgentRunner:
             plan.hooks_at(HookPoint.BEFORE_AGENT.value)
             or plan.hooks_at(HookPoint.AFTER_AGENT.value)
         )
+        action_timeout = self.config.get(TimeoutOptions.ACTION_TIMEOUT)
         # Resolved once: the per-event lookups are on the hot path.
-        self._actions_by_event: dict[str, list[tuple[ActionPlan, Callable[..., Any], Any]]] = {
+        self._actions_by_event: dict[
+            str, list[tuple[ActionPlan, Callable[..., Any], Any, float | None]]
+        ] = {
             etype: [
                 (
                     a,
                     a.function,
                     ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
+                    check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
                 )
                 for a in plan.get_actions(etype)
             ]
@@ -456,9 +516,20 @@ class AgentRunner:
         """
         run = _Run(self, key, memory, durable, on_record, on_suspend)
         result = run.result
-        if self._agent_hooks:
-            return await self._run_with_agent_hooks(run, value)
-        await self._run_events(run, value)
+        try:
+            if self._agent_hooks:
+                return await self._run_with_agent_hooks(run, value)
+            await self._run_events(run, value)
+        except RunPaused as pause:
+            # Nothing of the run is committed but its durable records: the resumed run
+            # sends its outputs and memory changes again (up to the pause from the log).
+            return RunResult(
+                key=key,
+                outputs=[pause.request],
+                durable_records=result.durable_records,
+                approval=pause.request,
+                approval_call_id=pause.call_id,
+            )
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
@@ -477,7 +548,7 @@ class AgentRunner:
                 if not isinstance(event, OutputEvent):
                     self._warn_unheard(event)
                 continue
-            for action, function, strategy in actions:
+            for action, function, strategy, timeout in actions:
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
                 ctx = RunContext(run, action, event)
@@ -485,12 +556,17 @@ class AgentRunner:
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
-                        await returned
+                        if timeout is None:
+                            await returned
+                        else:
+                            await _bounded_action(returned, timeout, action)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
                     queue.extend(
-                        await self._failed(run, action, function, strategy, event, marks, exc)
+                        await self._failed(
+                            run, action, function, strategy, timeout, event, marks, exc
+                        )
                     )
                 else:
                     queue.extend(ctx._sent)
@@ -586,6 +662,7 @@ class AgentRunner:
         action: ActionPlan,
         function: Callable[..., Any],
         strategy: ErrorHandlingStrategy,
+        timeout: float | None,
         event: Event,
         marks: tuple[Any, Any],
         exc: Exception,
@@ -609,7 +686,10 @@ class AgentRunner:
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
-                        await returned
+                        if timeout is None:
+                            await returned
+                        else:
+                            await _bounded_action(returned, timeout, action)
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise
@@ -632,6 +712,16 @@ class AgentRunner:
             if error is not exc:
                 raise error from exc
             raise exc
+
+
+async def _bounded_action(returned: Awaitable[Any], timeout: float, action: ActionPlan) -> None:
+    """Await an async action's coroutine for at most ``timeout`` seconds (a synchronous
+    action has finished before its timeout could apply)."""
+
+    async def awaited() -> Any:
+        return await returned
+
+    await bounded(awaited, timeout, "action", action.name)()
 
 
 def _jsonable_key(key: Any) -> Any:

@@ -137,6 +137,7 @@ def test_yaml_agent_example_model_files_load_and_compile(provider):
         ("examples.workflow_single_agent", 3),
         ("examples.react_agent", 3),
         ("examples.custom_events", 6),
+        ("examples.approval_agent", 8),
         ("examples.yaml_agent", 3),
     ],
 )
@@ -179,6 +180,31 @@ def test_workflow_agent_outputs_scores_and_reasons_with_memory_between_actions()
         "r2": Res(id="r2", score=1, reasons=["damaged in shipping"]),
         "r3": Res(id="r3", score=3, reasons=["mixed experience"]),
     }
+
+
+def test_approval_agent_example_pauses_and_resumes_by_the_reviewers_decisions():
+    from examples import approval_agent
+    from flink_agents.api.approval import ApprovalRequest
+
+    approval_agent.ISSUED.clear()
+    ScriptedChatModelConnection.reset_counts()
+    out = approval_agent.main()
+    requests = [(k, o.arguments["order_id"]) for k, o in out if isinstance(o, ApprovalRequest)]
+    assert requests == [("ann", "A-1001"), ("bob", "A-1002"), ("cid", "Z-9"), ("ann", "A-1004")]
+    answers = [(k, o) for k, o in out if not isinstance(o, ApprovalRequest)]
+    assert answers == [
+        ("ann", "Done: refunded 30 EUR on A-1001"),
+        ("bob", "Done: refunded 100 EUR on A-1002"),  # edited by the reviewer
+        (
+            "cid",
+            "Done: Error: tool 'issue_refund' was not called: the call was rejected by a "
+            "human reviewer: unknown order",
+        ),
+        ("ann", "Done: refunded 5 EUR on A-1004"),  # waited behind ann's first ticket
+    ]
+    assert approval_agent.ISSUED == [("A-1001", 30.0), ("A-1002", 100.0), ("A-1004", 5.0)]
+    # Two model calls per ticket: the one before each pause was not made again.
+    assert ScriptedChatModelConnection.call_counts["refund-model"] == 8
 
 
 def test_text_react_agent_example_parses_acts_and_is_guarded():

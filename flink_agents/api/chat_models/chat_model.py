@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from flink_agents.api.chat_message import ChatMessage
 from flink_agents.api.prompts.prompt import Prompt
@@ -66,12 +66,15 @@ class BaseChatModelSetup(Resource, ABC):
             filled from the request's ``prompt_args`` (``ChatRequestEvent(prompt_args=...)``);
             message ``extra_args`` are not used for filling.
         tools: names of tool resources (or MCP servers' tools) the model may call.
+        timeout: seconds a call through the built-in chat action may take (overrides the
+            ``model.timeout`` option); None: the option's value.
     """
 
     connection: str
     model: str
     prompt: Prompt | str | None = None
     tools: list[str] | None = None
+    timeout: float | None = Field(default=None, gt=0)
 
     # Whether the extra_args hint was logged (once per setup instance).
     _hinted: bool = PrivateAttr(default=False)

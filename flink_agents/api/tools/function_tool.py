@@ -17,6 +17,7 @@ from pydantic import BaseModel, PrivateAttr, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from flink_agents.api._function import FunctionRef, function_ref, is_async, unwrap
+from flink_agents.api.decorators import RESOURCE_ATTR
 from flink_agents.api.tools.tool import Tool, ToolMetadata, ToolType
 from flink_agents.errors import ToolArgumentError
 
@@ -78,6 +79,8 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         allow_pickle: bool = False,
+        timeout: float | None = None,
+        requires_approval: bool | None = None,
     ) -> FunctionTool:
         """Make a tool from ``func``.
 
@@ -86,15 +89,25 @@ class FunctionTool(Tool):
             name: tool name (default: the function's name).
             description: description (default: from the docstring).
             allow_pickle: store the function with cloudpickle if it has no importable name.
+            timeout: seconds a call may take (default: ``@tool(timeout=...)``, else the
+                ``tool.timeout`` option).
+            requires_approval: a human approves each call first (default:
+                ``@tool(requires_approval=...)``, else False).
         """
         func = unwrap(func)
+        marker = getattr(func, RESOURCE_ATTR, None)
+        options = dict(getattr(marker, "options", None) or {})
+        if timeout is not None:
+            options["timeout"] = timeout
+        if requires_approval is not None:
+            options["requires_approval"] = requires_approval
         model, doc = _args_model(func)
         metadata = ToolMetadata(
             name=name or func.__name__,
             description=description if description is not None else doc,
             args_schema=_clean_schema(model.model_json_schema()),
         )
-        tool = cls(metadata=metadata, func=function_ref(func, allow_pickle=allow_pickle))
+        tool = cls(metadata=metadata, func=function_ref(func, allow_pickle=allow_pickle), **options)
         tool._callable = func
         tool._model = model
         return tool

@@ -57,9 +57,15 @@ class Tool(SerializableResource, ABC):
 
     Attributes:
         metadata: name, description and argument schema.
+        timeout: seconds a call may take (overrides the ``tool.timeout`` option); None:
+            the option's value.
+        requires_approval: the built-in tool action does not call it before a human
+            approved the call (see :mod:`flink_agents.api.approval`).
     """
 
     metadata: ToolMetadata
+    timeout: float | None = Field(default=None, gt=0)
+    requires_approval: bool = False
 
     @classmethod
     def resource_type(cls) -> ResourceType:

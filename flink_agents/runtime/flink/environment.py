@@ -35,9 +35,11 @@ from pyflink.datastream import (
 from pyflink.java_gateway import get_gateway
 
 from flink_agents.api.agents.agent import Agent
+from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.approval import plan_needs_approval
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.entry import CONTRACT_VERSION
 from flink_agents.runtime.flink.function import AgentProcessFunction
@@ -111,6 +113,18 @@ class _UserKey(KeySelector):
         self.func = func
 
     def get_key(self, value: Any) -> Any:
+        return self.func(value)
+
+
+class _ApprovalKey:
+    """A key function that keys :class:`ApprovalResponse` inputs by their ``key``."""
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+
+    def __call__(self, value: Any) -> Any:
+        if type(value) is ApprovalResponse:
+            return value.key
         return self.func(value)
 
 
@@ -270,6 +284,11 @@ class FlinkAgentBuilder(AgentBuilder):
         key_of: Callable[[Any], Any] | None = None
         if not keyless:
             key_of = selector.func if isinstance(selector, _UserKey) else selector.get_key
+            if plan_needs_approval(plan):
+                # Approval responses go to the key of the run they answer (only for plans
+                # with such tools: it costs a call per record).
+                key_of = _ApprovalKey(key_of)
+                selector = _UserKey(key_of)
         function = AgentProcessFunction(
             plan.model_dump_json(),
             plan.secrets,

@@ -12,6 +12,8 @@ docs/ARCHITECTURE.md.
 from __future__ import annotations
 
 import logging
+import math
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -19,9 +21,11 @@ from typing import Any
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.time_domain import TimeDomain
 
+from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
-from flink_agents.runtime.core import RunResult
+from flink_agents.runtime.approval import accept_response, expired_response
+from flink_agents.runtime.core import APPROVAL_DECISION, DurableRecord, RunResult
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink import entry, fast_paths
 from flink_agents.runtime.flink.output import (
@@ -286,9 +290,20 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         key = ctx.get_current_key() if self._key_of is None else self._key_of(value)
+        if type(value) is ApprovalResponse:
+            yield from self._respond(key, value, ctx)
+            return
         item = Item(self._next_id(), KEEP_TIMESTAMP if ts is None else ts, value)
-        slot.acquire()
         work = self._active.get(key)
+        if work is not None and work.paused is not None:
+            # Waits behind the key's paused run, without an in-flight place.
+            item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
+            state.add_pending(item)
+            with work.lock:
+                work.queue.append(item)
+                work.unplaced += 1
+            return
+        slot.acquire()
         if work is not None:
             item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
             state.add_pending(item)
@@ -308,8 +323,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.running = True
         if slot.start_and_settle(work):
             # Finished without waiting: its chain has stopped and the work is dropped, so
-            # its results are read without the lock; nothing of it is in keyed state yet.
-            yield from self._commit(work, work.results)
+            # its results are read without the lock; nothing of it is in keyed state yet
+            # (unless it paused for approval: _pause keeps it).
+            yield from self._commit(work, work.results, ctx)
+            if work.halted:
+                work.results.clear()  # paused: the work stays, its timer must not see them
             return
         state.use_key()
         self._active[key] = work
@@ -393,7 +411,9 @@ class AgentProcessFunction(KeyedProcessFunction):
             work.timer_at = None
         done = work.take_results()
         if done:
-            yield from self._commit(work, done)
+            yield from self._commit(work, done, ctx)
+        if work.paused is not None and _expired(work.paused[1]):
+            self._resume_paused(work, expired_response(work.paused[1]), ctx)
         service = ctx.timer_service()
         if work.is_done():
             del self._active[key]
@@ -403,7 +423,8 @@ class AgentProcessFunction(KeyedProcessFunction):
                 service.delete_event_time_timer(DRAIN_TIME)
             return
         state.save_durable(work, work.unpersisted())
-        self._arm(work, ctx)
+        if work.paused is None or work.running:
+            self._arm(work, ctx)  # a paused key waits for its response or expiry timer
 
     # -- durable records ----------------------------------------------------------------------
     def before_barrier(self, checkpoint_id: int | None) -> None:
@@ -439,14 +460,22 @@ class AgentProcessFunction(KeyedProcessFunction):
             )
 
     # -- committing -------------------------------------------------------------------------------
-    def _commit(self, work: KeyWork, done: Iterable[tuple[Item, Outcome]]) -> Iterator[Any]:
-        """Emit and commit the key's finished runs ``done``, in input order."""
+    def _commit(
+        self, work: KeyWork, done: Iterable[tuple[Item, Outcome]], ctx: Any = None
+    ) -> Iterator[Any]:
+        """Emit and commit the key's finished runs ``done``, in input order (``ctx``: the
+        function's context, for a paused run's timer)."""
         state = self.state
         assert state is not None
         packed = self.packed
+        paused: Item | None = None
         for item, outcome in done:
             if not isinstance(outcome, RunResult):
                 raise outcome
+            if outcome.approval is not None:
+                paused = item  # the last one of done: its chain halted after it
+                yield from self._pause(work, item, outcome, ctx)
+                continue
             if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
                 state.commit_memory(outcome.memory_updates, outcome.memory_deletes)
             elif work.persist_memory and state.ttl_on_read:
@@ -458,7 +487,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 for output in outcome.outputs:
                     yield (item.ts, output)
         if work.stored or work.persisted or work.live:
-            self._forget(work, {item.id for item, _ in done})
+            self._forget(work, {item.id for item, _ in done if item is not paused})
 
     def _forget(self, work: KeyWork, committed: set[str]) -> None:
         """Drop what keyed state and ``work`` keep for the committed inputs."""
@@ -477,3 +506,93 @@ class AgentProcessFunction(KeyedProcessFunction):
                 state.clear_pending()
             else:
                 state.remove_pending(committed)
+
+    # -- approval -------------------------------------------------------------------------------
+    def _pause(self, work: KeyWork, item: Item, outcome: RunResult, ctx: Any) -> Iterator[Any]:
+        """Keep the paused run of ``item`` in keyed state and emit its request (once: not
+        again when the run paused again after a restore)."""
+        slot, state = self.slot, self.state
+        assert slot is not None and state is not None
+        request = outcome.approval
+        assert request is not None and outcome.approval_call_id is not None
+        state.use_key()
+        if self._active.get(work.key) is not work:
+            # Paused in the synchronous path: nothing of the key is in keyed state yet.
+            self._active[work.key] = work
+            item.ts = timestamp_code(ctx.timestamp()) if item.ts == KEEP_TIMESTAMP else item.ts
+            if self.barrier_hook:
+                work.state_key = state.current_key()
+            state.add_pending(item)
+            work.stored = True
+        # The request's record and the calls before the pause go to keyed state now: a
+        # checkpoint must hold them with the pending input.
+        state.save_durable(work, work.unpersisted())
+        work.paused = (item, request, outcome.approval_call_id)
+        if request.expires_at is not None:
+            ctx.timer_service().register_processing_time_timer(_deadline_ms(request))
+        if state.note_request(request.request_id):
+            if self.packed:
+                yield pack_output(item.ts, request)
+            else:
+                yield (item.ts, request)
+        early, work.early = work.early, []
+        for response in early:
+            if work.paused is not None and accept_response(
+                request, work.key, response, slot.runner.metrics
+            ):
+                self._resume_paused(work, response, ctx)
+
+    def _respond(self, key: Any, response: ApprovalResponse, ctx: Any) -> Iterator[Any]:
+        """An approval response arrived under ``key``: resume the key's paused run, or log,
+        count and drop it."""
+        slot, state = self.slot, self.state
+        assert slot is not None and state is not None
+        work = self._active.get(key)
+        if work is None and state.check_restored:
+            restored = state.restored_pending()
+            if restored:
+                work = self._resume(key, restored, ctx)  # pauses again, then matches
+        if (
+            work is not None
+            and work.paused is None
+            and state.emitted_request() == response.request_id
+        ):
+            # The key's run re-runs after a restore and has not paused again yet: matched
+            # when it does.
+            work.early.append(response)
+            return
+        request = work.paused[1] if work is not None and work.paused is not None else None
+        if accept_response(request, key, response, slot.runner.metrics):
+            assert work is not None
+            self._resume_paused(work, response, ctx)
+        return
+        yield  # a generator, like _process
+
+    def _resume_paused(self, work: KeyWork, response: ApprovalResponse, ctx: Any) -> None:
+        """Record the decision of ``work``'s paused run and run its input again, then the
+        inputs held behind it."""
+        slot, state = self.slot, self.state
+        assert slot is not None and state is not None and work.paused is not None
+        item, _, call_id = work.paused
+        decision = DurableRecord(APPROVAL_DECISION, result=response)
+        work.record(item.id, call_id, decision)
+        state.use_key()
+        state.save_durable(work, [(item.id, call_id, decision)])
+        state.clear_request()
+        # The resumed input takes an in-flight place again (waiting for one is the
+        # backpressure), the held ones take theirs at once.
+        slot.acquire()
+        slot.take_places(work.unplaced)
+        if work.resume(item, dict(work.live.get(item.id, {}))):
+            slot.start(work)
+        self._arm(work, ctx)
+
+
+def _deadline_ms(request: Any) -> int:
+    """The processing time (ms) of ``request``'s expiry timer: rounded up, so that the
+    timer never fires before :func:`_expired` holds."""
+    return math.ceil(request.expires_at * 1000)
+
+
+def _expired(request: Any) -> bool:
+    return request.expires_at is not None and time.time() * 1000 >= _deadline_ms(request) - 5

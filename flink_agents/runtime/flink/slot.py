@@ -110,6 +110,17 @@ class KeyWork:
         #: The key as the Java keyed state backend holds it (thread mode with the barrier
         #: hook only), so that durable records can be saved outside this key's callbacks.
         self.state_key: Any = None
+        #: A run of the chain paused for approval: the chain stops, queued inputs wait
+        #: (loop thread sets it; the operator thread clears it when it resumes the run).
+        self.halted = False
+        #: The paused run once the operator thread emitted its request:
+        #: ``(input, request, decision call id)``.
+        self.paused: tuple[Item, Any, str] | None = None
+        #: Queued inputs whose in-flight places were given back while the chain halted.
+        self.unplaced = 0
+        #: Approval responses that came while the key's run was not paused yet (re-running
+        #: after a restore): matched when it pauses.
+        self.early: list[Any] = []
 
     def enqueue(self, item: Item) -> bool | None:
         """Queue ``item``.
@@ -122,6 +133,24 @@ class KeyWork:
             if self.failed:
                 return None
             self.queue.append(item)
+            if self.running:
+                return False
+            self.running = True
+            self._idle = False
+            if self._idle_event is not None:
+                self._idle_event.clear()
+            return True
+
+    def resume(self, item: Item, durable: dict[str, DurableRecord]) -> bool:
+        """Put the paused run's input back at the front of the queue, to run with the
+        durable log ``durable`` (operator thread). Returns whether the chain must be
+        started (True unless it is still running)."""
+        with self.lock:
+            self.paused = None
+            self.halted = False
+            self.unplaced = 0
+            self.restored[item.id] = durable
+            self.queue.appendleft(item)
             if self.running:
                 return False
             self.running = True
@@ -159,9 +188,9 @@ class KeyWork:
             return done
 
     def is_done(self) -> bool:
-        """No input queued or running and every result collected."""
+        """No input queued or running, every result collected, no run paused."""
         with self.lock:
-            return not self.running and not self.queue and not self.results
+            return not self.running and not self.queue and not self.results and not self.halted
 
     def record(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
         """``on_record`` callback of a run (loop thread). A call's outcome may replace its
@@ -255,6 +284,13 @@ class SlotRuntime:
             if self._waiting:
                 self._cond.notify_all()
 
+    def take_places(self, count: int) -> None:
+        """Take ``count`` places without waiting, even past ``max-in-flight``: for inputs
+        that waited behind a paused run and run again after it (waiting here could wait on
+        places only those very inputs would give back)."""
+        with self._lock:
+            self._in_flight += count
+
     def release_unstarted(self, count: int) -> None:
         """Give back the places of ``count`` accepted inputs that will not run."""
         with self._lock:
@@ -319,7 +355,14 @@ class SlotRuntime:
                         # inputs that will not run (they stay in pending state).
                         self.release_unstarted(len(work.queue))
                         work.queue.clear()
-                    if not work.queue:
+                    if work.halted:
+                        # A run waits for approval: the key's later inputs wait behind it
+                        # and give their in-flight places back (taken again on resume).
+                        held = len(work.queue) - work.unplaced
+                        if held > 0:
+                            self.release_unstarted(held)
+                            work.unplaced += held
+                    if not work.queue or work.halted:
                         work.running = False
                         work.set_idle()
                         return
@@ -340,7 +383,9 @@ class SlotRuntime:
                     outcome = exc
                 with work.lock:
                     if isinstance(outcome, RunResult):
-                        if work.persist_memory:
+                        if outcome.approval is not None:
+                            work.halted = True  # nothing of a paused run is applied
+                        elif work.persist_memory:
                             work.memory = outcome.applied_to(memory)
                     else:
                         work.failed = True

@@ -29,6 +29,7 @@ MEMORY = "fa-memory"
 MEMORY_TOUCHED = "fa-memory-touched"
 PENDING = "fa-pending"
 DURABLE = "fa-durable"
+APPROVAL = "fa-approval"
 
 
 class KeyedState:
@@ -49,6 +50,8 @@ class KeyedState:
             ``pending`` (False when keyed state certainly holds none: one read less).
         memory_unused: whether no key has memory yet (a fresh start, or keyless input):
             memory is not read until a run commits some.
+        approval: ``ValueState`` id of the approval request the key's paused run emitted
+            (so that the run paused again after a restore does not emit it twice).
     """
 
     def __init__(
@@ -63,7 +66,9 @@ class KeyedState:
         keys: internals.StateKeys | None = None,
         check_restored: bool = True,
         memory_unused: bool = False,
+        approval: Any = None,
     ) -> None:
+        self.approval = approval
         self.memory = memory
         self.pending = pending
         self.durable = durable
@@ -111,6 +116,7 @@ class KeyedState:
             ttl=ttl,
             ttl_on_read=ttl_on_read,
             memory_unused=keyless,
+            approval=runtime_context.get_state(ValueStateDescriptor(APPROVAL, Types.STRING())),
         )
         try:
             state.keys = internals.state_keys(runtime_context)
@@ -193,6 +199,32 @@ class KeyedState:
     def remove_pending(self, ids: set[str]) -> None:
         """Drop the pending inputs of the key with these ids."""
         self.pending.update([r for r in self.pending.get() if r[0] not in ids])
+
+    # -- approval -------------------------------------------------------------------------------
+    def note_request(self, request_id: str) -> bool:
+        """Note that the key's paused run emitted ``request_id``; False if it was noted
+        already (the run paused again after a restore: not emitted twice)."""
+        if self.approval is None:
+            return True
+        self.use_key()
+        if self.approval.value() == request_id:
+            return False
+        self.approval.update(request_id)
+        return True
+
+    def emitted_request(self) -> str | None:
+        """The id of the request the key's paused run emitted, if any."""
+        if self.approval is None:
+            return None
+        self.use_key()
+        value: str | None = self.approval.value()
+        return value
+
+    def clear_request(self) -> None:
+        """The key's paused run resumed."""
+        if self.approval is not None:
+            self.use_key()
+            self.approval.clear()
 
     # -- durable records ----------------------------------------------------------------------
     def load_durable(self) -> dict[str, dict[str, DurableRecord]]:

@@ -6,13 +6,17 @@ import uuid
 from typing import Any
 
 from flink_agents.api.agents.agent import Agent
+from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.local.runner import LocalRunner
 
 
 def _split(item: Any) -> tuple[Any, Any]:
-    """``{"key": k, "value": v}``, ``{"k": k, "v": v}`` or a bare value (own key)."""
+    """``{"key": k, "value": v}``, ``{"k": k, "v": v}`` or a bare value (own key; an
+    ``ApprovalResponse``: the key of the run it answers)."""
+    if isinstance(item, ApprovalResponse):
+        return item.key, item
     if isinstance(item, dict):
         if "value" in item and set(item) <= {"key", "value"}:
             return item.get("key", str(uuid.uuid4())), item["value"]

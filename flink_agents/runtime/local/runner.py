@@ -18,20 +18,33 @@ shares it with ``durable_execute_async``; nothing here makes a pool of its own.
 Within a batch, inputs of one key run one after another in input order; different keys run
 concurrently on the loop (bounded by ``max-in-flight``), so keys waiting on a model do not
 hold up others.
+
+Approval (:mod:`flink_agents.api.approval`): a run that pauses for a decision gives a result
+whose one output is the ``ApprovalRequest``; the key's later inputs wait (across batches)
+until an ``ApprovalResponse`` input of the key resumes it. The resumed run's result, and
+those of the inputs that waited, come at the response's place in the results. Requests past
+``approval.timeout`` are rejected when the next batch starts; runs still paused when the
+runner closes are dropped with a warning.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
+from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.approval import PausedRun, accept_response, expired_response
 from flink_agents.runtime.core import AgentRunner, RunResult
+
+log = logging.getLogger("flink_agents.runtime.local")
 
 T = TypeVar("T")
 
@@ -61,6 +74,9 @@ class LocalRunner:
             is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE
         )
         self._touched: dict[Any, float] = {}
+        #: Runs waiting for a decision, and the inputs of their keys waiting behind them.
+        self.paused: dict[Any, PausedRun] = {}
+        self._held: dict[Any, deque[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -82,7 +98,9 @@ class LocalRunner:
             records: the batch's inputs, each ``(key, value)``.
 
         Returns:
-            One result per record, in input order.
+            The results of the runs that ended or paused, in input order: one per record,
+            except that an input held behind a paused run gives its result with the
+            ``ApprovalResponse`` that released it, and a dropped response gives none.
 
         Raises:
             RuntimeError: the runner is closed.
@@ -102,20 +120,49 @@ class LocalRunner:
         by_key: dict[Any, list[int]] = {}
         for index, (key, _) in enumerate(records):
             by_key.setdefault(key, []).append(index)
-        results: list[RunResult | None] = [None] * len(records)
+        expired = [k for k, p in self.paused.items() if p.expired()]
+        for place, key in enumerate(expired):
+            by_key.setdefault(key, []).insert(0, place - len(expired))  # before index 0
+        results: dict[int, list[RunResult]] = {}
         gate = asyncio.Semaphore(self._max_in_flight)
+
+        async def run_one(key: Any, value: Any, out: list[RunResult], durable: Any = None) -> None:
+            async with gate:
+                memory = self._load(key)
+                result = await self.runner.run(key, value, memory=memory, durable=durable)
+                if result.approval is not None:
+                    # Paused: nothing committed; the place in the gate is let go here.
+                    self.paused[key] = PausedRun.of(value, durable, result)
+                elif result.memory_updates or result.memory_deletes:
+                    self.memory[key] = result.applied_to(memory)
+                    self._touched[key] = time.monotonic()
+                elif self._ttl_on_read and key in self.memory:
+                    self._touched[key] = time.monotonic()
+                out.append(result)
+
+        async def resume(key: Any, response: ApprovalResponse, out: list[RunResult]) -> None:
+            paused = self.paused.pop(key)
+            await run_one(key, paused.value, out, paused.resume_log(response))
+            held = self._held.get(key)
+            while held and key not in self.paused:
+                await run_one(key, held.popleft(), out)
 
         async def run_key(key: Any, indexes: list[int]) -> None:
             for index in indexes:
-                async with gate:
-                    memory = self._load(key)
-                    result = await self.runner.run(key, records[index][1], memory=memory)
-                    if result.memory_updates or result.memory_deletes:
-                        self.memory[key] = result.applied_to(memory)
-                        self._touched[key] = time.monotonic()
-                    elif self._ttl_on_read and key in self.memory:
-                        self._touched[key] = time.monotonic()
-                    results[index] = result
+                out = results[index] = []
+                if index < 0:  # an expired request: rejected before the key's inputs
+                    await resume(key, expired_response(self.paused[key].request), out)
+                    continue
+                value = records[index][1]
+                if isinstance(value, ApprovalResponse):
+                    paused = self.paused.get(key)
+                    request = paused.request if paused is not None else None
+                    if accept_response(request, key, value, self.runner.metrics):
+                        await resume(key, value, out)
+                elif key in self.paused:
+                    self._held.setdefault(key, deque()).append(value)
+                else:
+                    await run_one(key, value, out)
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
         try:
@@ -126,7 +173,7 @@ class LocalRunner:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        return [r for r in results if r is not None]
+        return [r for index in sorted(results) for r in results[index]]
 
     def _load(self, key: Any) -> dict[str, Any]:
         """The key's memory; dropped first when its TTL has passed since its last change
@@ -142,6 +189,12 @@ class LocalRunner:
         if self._closed:
             return
         self._closed = True
+        if self.paused:
+            log.warning(
+                "closing with %d run(s) waiting for approval; they are dropped: %s",
+                len(self.paused),
+                sorted(p.request.request_id for p in self.paused.values()),
+            )
         loop, self._loop = self._loop, None
         try:
             if loop is not None:
