@@ -14,6 +14,8 @@ import difflib
 import inspect
 import logging
 import pickle
+import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +45,8 @@ from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.observability import RunInfo, RunObserver, call_target, combine
+from flink_agents.runtime.observability.metrics import AgentMetrics, MetricsOptions
 from flink_agents.runtime.resources import ResourceCache
 
 log = logging.getLogger("flink_agents.runtime")
@@ -120,6 +124,10 @@ class _Run:
         self.on_suspend = on_suspend
         self.call_seq = 0
         self.result = RunResult(key=key)
+        #: For observers (None while the runner has none).
+        self.info: RunInfo | None = None
+        #: How the last failure handled by ``AgentRunner._failed`` ended.
+        self.outcome = "retried"
 
     def next_call_id(self) -> str:
         self.call_seq += 1
@@ -303,13 +311,26 @@ class RunContext(RunnerContext):
     ) -> T:
         signature = _call_info(func)[0]
         call_id, rec, reconcile = self._begin(signature, reconciler)
+        info = self._run.info
         if rec is not None:
+            if info is not None:
+                self._observe(info, func, signature, time.time(), 0.0, rec.result, rec.error, True)
             return self._replayed(rec)  # type: ignore[no-any-return]
+        if info is not None:
+            wall, perf = time.time(), time.perf_counter()
         try:
             result = reconciler() if reconcile else func(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
+            if info is not None:
+                self._observe(
+                    info, func, signature, wall, time.perf_counter() - perf, None, exc, False
+                )
             raise
+        if info is not None:
+            self._observe(
+                info, func, signature, wall, time.perf_counter() - perf, result, None, False
+            )
         if inspect.isawaitable(result):
             raise TypeError(
                 f"{signature} is async; use `await ctx.durable_execute_async(...)` for it"
@@ -327,8 +348,13 @@ class RunContext(RunnerContext):
     ) -> T:
         signature, is_coroutine = _call_info(func)
         call_id, rec, reconcile = self._begin(signature, reconciler)
+        info = self._run.info
         if rec is not None:
+            if info is not None:
+                self._observe(info, func, signature, time.time(), 0.0, rec.result, rec.error, True)
             return self._replayed(rec)  # type: ignore[no-any-return]
+        if info is not None:
+            wall, perf = time.time(), time.perf_counter()
         if reconcile:
             target: Callable[..., Any] = reconciler  # type: ignore[assignment]
             args, kwargs = (), {}
@@ -349,10 +375,35 @@ class RunContext(RunnerContext):
                     result = await result
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
+            if info is not None:
+                self._observe(
+                    info, func, signature, wall, time.perf_counter() - perf, None, exc, False
+                )
             raise
+        if info is not None:
+            self._observe(
+                info, func, signature, wall, time.perf_counter() - perf, result, None, False
+            )
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))
         return result  # type: ignore[no-any-return]
+
+    def _observe(
+        self,
+        info: RunInfo,
+        func: Callable[..., Any],
+        signature: str,
+        started: float,
+        seconds: float,
+        result: Any,
+        error: BaseException | None,
+        replayed: bool,
+    ) -> None:
+        runner = self._run.runner
+        kind, name = call_target(func, signature, runner.resources)
+        runner.observer.call_finished(  # type: ignore[union-attr]
+            info, self._action.name, kind, name, started, seconds, result, error, replayed
+        )
 
     # -- metrics ---------------------------------------------------------------------------------
     @property
@@ -361,7 +412,7 @@ class RunContext(RunnerContext):
 
     @property
     def action_metric_group(self) -> SimpleMetricGroup:
-        return self._run.runner.metrics.get_sub_group(self._action.name)
+        return self._run.runner.metrics.get_sub_group("action", self._action.name)
 
 
 class AgentRunner:
@@ -391,6 +442,14 @@ class AgentRunner:
             thread_name_prefix="flink-agents-call",
         )
         self.metrics = SimpleMetricGroup("agent")
+        #: The built-in metrics (None when ``metrics.enabled`` is false).
+        self.agent_metrics: AgentMetrics | None = (
+            AgentMetrics(self.metrics) if self.config.get(MetricsOptions.ENABLED) else None
+        )
+        #: What sees the runs (None: nothing, and the loop skips every hook; see
+        #: runtime/observability). Hosts add theirs with :meth:`add_observer`.
+        self.observer: RunObserver | None = self.agent_metrics
+        self._closables: list[Callable[[], None]] = []
         self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
@@ -409,10 +468,19 @@ class AgentRunner:
             for etype in plan.actions_by_event
         }
 
+    def add_observer(self, observer: RunObserver, close: Callable[[], None] | None = None) -> None:
+        """Let ``observer`` see the runs too; ``close`` is called by :meth:`close`."""
+        self.observer = combine([self.observer, observer])
+        if close is not None:
+            self._closables.append(close)
+
     def close(self) -> None:
         """Close long-term memory and resources, then shut the executor down (without
         waiting for calls still running: a host closes when no run needs it any more)."""
         try:
+            for close in self._closables:
+                close()
+            self._closables = []
             self.long_term_memory.close()
             self.resources.close()
         finally:
@@ -444,8 +512,26 @@ class AgentRunner:
             RuntimeFailure: an action failed and the strategy is FAIL (or RETRY ran out).
         """
         run = _Run(self, key, memory, durable, on_record, on_suspend)
-        result = run.result
         queue: deque[Event] = deque([InputEvent(input=value)])
+        observer = self.observer
+        if observer is None:
+            return await self._drive(run, queue, None)
+        info = run.info = RunInfo(key, uuid.uuid4().hex, time.time(), time.perf_counter())
+        observer.run_started(info)
+        observer.events_sent(info, list(queue), None, None)
+        try:
+            result = await self._drive(run, queue, observer)
+        except BaseException as exc:
+            observer.run_finished(info, time.perf_counter() - info.started_perf, exc)
+            raise
+        observer.run_finished(info, time.perf_counter() - info.started_perf, None)
+        return result
+
+    async def _drive(
+        self, run: _Run, queue: deque[Event], observer: RunObserver | None
+    ) -> RunResult:
+        result = run.result
+        info = run.info
         actions_by_event = self._actions_by_event
         while queue:
             event = queue.popleft()
@@ -461,6 +547,8 @@ class AgentRunner:
                 # is measurable per record); failures and retries go to _failed.
                 ctx = RunContext(run, action, event)
                 marks = run.short_term.mark(), run.sensory.mark()
+                if observer is not None:
+                    wall, perf = time.time(), time.perf_counter()
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -468,11 +556,51 @@ class AgentRunner:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
-                    queue.extend(
-                        await self._failed(run, action, function, strategy, event, marks, exc)
+                    if observer is None:
+                        queue.extend(
+                            await self._failed(run, action, function, strategy, event, marks, exc)
+                        )
+                        continue
+                    try:
+                        sent = await self._failed(
+                            run, action, function, strategy, event, marks, exc
+                        )
+                    except BaseException as final:
+                        observer.action_finished(
+                            info,  # type: ignore[arg-type]
+                            action.name,
+                            event,
+                            wall,
+                            time.perf_counter() - perf,
+                            final,
+                            "failed",
+                        )
+                        raise
+                    observer.action_finished(
+                        info,  # type: ignore[arg-type]
+                        action.name,
+                        event,
+                        wall,
+                        time.perf_counter() - perf,
+                        exc,
+                        run.outcome,
                     )
+                    observer.events_sent(info, sent, event, action.name)  # type: ignore[arg-type]
+                    queue.extend(sent)
                 else:
                     queue.extend(ctx._sent)
+                    if observer is not None:
+                        observer.action_finished(
+                            info,  # type: ignore[arg-type]
+                            action.name,
+                            event,
+                            wall,
+                            time.perf_counter() - perf,
+                            None,
+                            None,
+                        )
+                        if ctx._sent:
+                            observer.events_sent(info, ctx._sent, event, action.name)  # type: ignore[arg-type]
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result
@@ -528,6 +656,7 @@ class AgentRunner:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
                         await returned
+                    run.outcome = "retried"
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise
@@ -545,6 +674,7 @@ class AgentRunner:
                     error=str(exc),
                 )
                 run.result.errors.append(err_event)
+                run.outcome = "ignored"
                 # An error in an action handling an ErrorEvent must not loop forever.
                 return [] if isinstance(event, ErrorEvent) else [err_event]
             if error is not exc:

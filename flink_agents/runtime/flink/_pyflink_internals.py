@@ -256,3 +256,16 @@ def environment_config(env: Any) -> Any:
 
     util = get_gateway().jvm.org.apache.flink.python.util.PythonConfigUtil
     return util.getEnvironmentConfig(env._j_stream_execution_environment)
+
+
+def flink_job_id(runtime_context: Any) -> str | None:
+    """The Flink job id (hex), read from the Java runtime context in thread mode
+    (``EmbeddedRuntimeContext._runtime_context.getJobInfo().getJobId()``); None where it
+    cannot be read (process mode)."""
+    j_context = getattr(runtime_context, "_runtime_context", None)
+    if j_context is None:
+        return None
+    try:
+        return str(j_context.getJobInfo().getJobId().toString())
+    except Exception:  # noqa: BLE001 - an id of our own is used instead
+        return None

@@ -26,12 +26,14 @@ import asyncio
 import math
 import threading
 import time
+import uuid
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
 from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, RunResult
+from flink_agents.runtime.observability.event_log import attach_event_log
 
 T = TypeVar("T")
 
@@ -50,6 +52,9 @@ class LocalRunner:
     def __init__(self, plan: AgentPlan) -> None:
         self.plan = plan
         self.runner = AgentRunner(plan)
+        attach_event_log(
+            self.runner, job_id=f"local-{uuid.uuid4().hex[:12]}", task_name="local", subtask=0
+        )
         self.memory: dict[Any, dict[str, Any]] = {}
         config = plan.get_config()
         self._max_in_flight = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
