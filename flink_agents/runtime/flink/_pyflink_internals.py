@@ -269,3 +269,20 @@ def flink_job_id(runtime_context: Any) -> str | None:
         return str(j_context.getJobInfo().getJobId().toString())
     except Exception:  # noqa: BLE001 - an id of our own is used instead
         return None
+
+
+def task_identity(runtime_context: Any) -> tuple[str, int]:
+    """``(task name, subtask index)``. PyFlink 2.3's thread-mode runtime context calls
+    ``getTaskName`` / ``getIndexOfThisSubtask``, which Flink 2 moved to ``getTaskInfo()``:
+    that is read from the Java context (``_runtime_context``) first."""
+    j_context = getattr(runtime_context, "_runtime_context", None)
+    if j_context is not None:
+        try:
+            info = j_context.getTaskInfo()
+            return str(info.getTaskName()), int(info.getIndexOfThisSubtask())
+        except Exception:  # noqa: BLE001 - PyFlink's accessors below
+            pass
+    try:
+        return runtime_context.get_task_name(), runtime_context.get_index_of_this_subtask()
+    except Exception:  # noqa: BLE001 - a name for the file is all this is for
+        return "agent", 0

@@ -152,13 +152,12 @@ class AgentProcessFunction(KeyedProcessFunction):
         group = getattr(runtime_context, "get_metrics_group", None)  # absent in unit fakes
         if group is not None:
             self.metrics = FlinkMetrics(runner.metrics, group(), interval if in_jvm() else 0)
-        task = getattr(runtime_context, "get_task_name", None)
-        index = getattr(runtime_context, "get_index_of_this_subtask", None)
+        task, subtask = internals.task_identity(runtime_context)
         attach_event_log(
             runner,
             job_id=internals.flink_job_id(runtime_context) or self.job_id,
-            task_name=task() if task is not None else "agent",
-            subtask=index() if index is not None else 0,
+            task_name=task,
+            subtask=subtask,
         )
 
     def bind(
