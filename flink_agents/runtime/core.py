@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import difflib
 import inspect
+import itertools
 import logging
 import pickle
 import time
@@ -45,7 +46,13 @@ from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metrics import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, RunObserver, call_target, combine
+from flink_agents.runtime.observability import (
+    RunCounts,
+    RunInfo,
+    RunObserver,
+    call_target,
+    combine,
+)
 from flink_agents.runtime.observability.metrics import AgentMetrics, MetricsOptions
 from flink_agents.runtime.resources import ResourceCache
 
@@ -124,6 +131,8 @@ class _Run:
         self.on_suspend = on_suspend
         self.call_seq = 0
         self.result = RunResult(key=key)
+        #: Events taken from the queue (for RunCounts).
+        self.processed = 0
         #: For observers (None while the runner has none).
         self.info: RunInfo | None = None
         #: How the last failure handled by ``AgentRunner._failed`` ended.
@@ -314,22 +323,23 @@ class RunContext(RunnerContext):
         info = self._run.info
         if rec is not None:
             if info is not None:
-                self._observe(info, func, signature, time.time(), 0.0, rec.result, rec.error, True)
+                now = time.perf_counter()
+                self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
             return self._replayed(rec)  # type: ignore[no-any-return]
         if info is not None:
-            wall, perf = time.time(), time.perf_counter()
+            perf = time.perf_counter()
         try:
             result = reconciler() if reconcile else func(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
             if info is not None:
                 self._observe(
-                    info, func, signature, wall, time.perf_counter() - perf, None, exc, False
+                    info, func, signature, perf, time.perf_counter() - perf, None, exc, False
                 )
             raise
         if info is not None:
             self._observe(
-                info, func, signature, wall, time.perf_counter() - perf, result, None, False
+                info, func, signature, perf, time.perf_counter() - perf, result, None, False
             )
         if inspect.isawaitable(result):
             raise TypeError(
@@ -351,10 +361,11 @@ class RunContext(RunnerContext):
         info = self._run.info
         if rec is not None:
             if info is not None:
-                self._observe(info, func, signature, time.time(), 0.0, rec.result, rec.error, True)
+                now = time.perf_counter()
+                self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
             return self._replayed(rec)  # type: ignore[no-any-return]
         if info is not None:
-            wall, perf = time.time(), time.perf_counter()
+            perf = time.perf_counter()
         if reconcile:
             target: Callable[..., Any] = reconciler  # type: ignore[assignment]
             args, kwargs = (), {}
@@ -377,12 +388,12 @@ class RunContext(RunnerContext):
             self._run.record(call_id, DurableRecord(signature, error=exc))
             if info is not None:
                 self._observe(
-                    info, func, signature, wall, time.perf_counter() - perf, None, exc, False
+                    info, func, signature, perf, time.perf_counter() - perf, None, exc, False
                 )
             raise
         if info is not None:
             self._observe(
-                info, func, signature, wall, time.perf_counter() - perf, result, None, False
+                info, func, signature, perf, time.perf_counter() - perf, result, None, False
             )
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))
@@ -400,7 +411,15 @@ class RunContext(RunnerContext):
         replayed: bool,
     ) -> None:
         runner = self._run.runner
-        kind, name = call_target(func, signature, runner.resources)
+        owner = getattr(func, "__self__", None)
+        # Resources live as long as the runner, so their ids are stable keys.
+        cache_key = id(owner) if owner is not None else signature
+        target = runner._call_targets.get(cache_key)
+        if target is None:
+            target = runner._call_targets[cache_key] = call_target(
+                func, signature, runner.resources
+            )
+        kind, name = target
         runner.observer.call_finished(  # type: ignore[union-attr]
             info, self._action.name, kind, name, started, seconds, result, error, replayed
         )
@@ -442,31 +461,44 @@ class AgentRunner:
             thread_name_prefix="flink-agents-call",
         )
         self.metrics = SimpleMetricGroup("agent")
-        #: The built-in metrics (None when ``metrics.enabled`` is false).
-        self.agent_metrics: AgentMetrics | None = (
-            AgentMetrics(self.metrics) if self.config.get(MetricsOptions.ENABLED) else None
-        )
+        #: Plain counts of runs, events and actions (always kept: an integer addition per
+        #: event and action); the built-in metrics read them.
+        self.counts = RunCounts()
         #: What sees the runs (None: nothing, and the loop skips every hook; see
         #: runtime/observability). Hosts add theirs with :meth:`add_observer`.
-        self.observer: RunObserver | None = self.agent_metrics
+        self.observer: RunObserver | None = None
+        #: The built-in metrics (None when ``metrics.enabled`` is false).
+        self.agent_metrics: AgentMetrics | None = None
         self._closables: list[Callable[[], None]] = []
+        self._call_targets: dict[Any, tuple[str, str]] = {}
+        # Run ids: a random prefix per runner and a counter (uuid4 per run costs a syscall).
+        self._run_prefix = uuid.uuid4().hex[:16]
+        self._run_seq = itertools.count(1)
         self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
         self._unheard: set[str] = set()
-        # Resolved once: the per-event lookups are on the hot path.
-        self._actions_by_event: dict[str, list[tuple[ActionPlan, Callable[..., Any], Any]]] = {
+        # Resolved once: the per-event lookups are on the hot path. The last item counts
+        # the action's executions (a cell per action name, in counts.by_action).
+        counts = self.counts.by_action
+        self._actions_by_event: dict[
+            str, list[tuple[ActionPlan, Callable[..., Any], Any, list[int]]]
+        ] = {
             etype: [
                 (
                     a,
                     a.function,
                     ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
+                    counts.setdefault(a.name, [0]),
                 )
                 for a in plan.get_actions(etype)
             ]
             for etype in plan.actions_by_event
         }
+        if self.config.get(MetricsOptions.ENABLED):
+            self.agent_metrics = AgentMetrics(self.metrics, self.counts)
+            self.observer = self.agent_metrics
 
     def add_observer(self, observer: RunObserver, close: Callable[[], None] | None = None) -> None:
         """Let ``observer`` see the runs too; ``close`` is called by :meth:`close`."""
@@ -514,18 +546,31 @@ class AgentRunner:
         run = _Run(self, key, memory, durable, on_record, on_suspend)
         queue: deque[Event] = deque([InputEvent(input=value)])
         observer = self.observer
-        if observer is None:
-            return await self._drive(run, queue, None)
-        info = run.info = RunInfo(key, uuid.uuid4().hex, time.time(), time.perf_counter())
-        observer.run_started(info)
-        observer.events_sent(info, list(queue), None, None)
+        counts = self.counts
+        counts.in_flight += 1
         try:
-            result = await self._drive(run, queue, observer)
-        except BaseException as exc:
-            observer.run_finished(info, time.perf_counter() - info.started_perf, exc)
+            if observer is None:
+                return await self._drive(run, queue, None)
+            run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
+            info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
+            observer.run_started(info)
+            steps = observer if observer.observes_steps else None
+            if steps is not None:
+                steps.events_sent(info, list(queue), None, None)
+            try:
+                result = await self._drive(run, queue, steps)
+            except BaseException as exc:
+                observer.run_finished(info, time.perf_counter() - info.started_perf, exc)
+                raise
+            observer.run_finished(info, time.perf_counter() - info.started_perf, None)
+            return result
+        except BaseException:
+            counts.runs_failed += 1
             raise
-        observer.run_finished(info, time.perf_counter() - info.started_perf, None)
-        return result
+        finally:
+            counts.in_flight -= 1
+            counts.runs += 1
+            counts.events += run.processed
 
     async def _drive(
         self, run: _Run, queue: deque[Event], observer: RunObserver | None
@@ -535,6 +580,7 @@ class AgentRunner:
         actions_by_event = self._actions_by_event
         while queue:
             event = queue.popleft()
+            run.processed += 1
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
             actions = actions_by_event.get(event.type)
@@ -542,13 +588,14 @@ class AgentRunner:
                 if not isinstance(event, OutputEvent):
                     self._warn_unheard(event)
                 continue
-            for action, function, strategy in actions:
+            for action, function, strategy, executed in actions:
+                executed[0] += 1
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
                 ctx = RunContext(run, action, event)
                 marks = run.short_term.mark(), run.sensory.mark()
                 if observer is not None:
-                    wall, perf = time.time(), time.perf_counter()
+                    perf = time.perf_counter()
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -570,7 +617,7 @@ class AgentRunner:
                             info,  # type: ignore[arg-type]
                             action.name,
                             event,
-                            wall,
+                            perf,
                             time.perf_counter() - perf,
                             final,
                             "failed",
@@ -580,7 +627,7 @@ class AgentRunner:
                         info,  # type: ignore[arg-type]
                         action.name,
                         event,
-                        wall,
+                        perf,
                         time.perf_counter() - perf,
                         exc,
                         run.outcome,
@@ -594,7 +641,7 @@ class AgentRunner:
                             info,  # type: ignore[arg-type]
                             action.name,
                             event,
-                            wall,
+                            perf,
                             time.perf_counter() - perf,
                             None,
                             None,
@@ -657,6 +704,7 @@ class AgentRunner:
                     if returned is not None and inspect.isawaitable(returned):
                         await returned
                     run.outcome = "retried"
+                    self.counts.retried += 1
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise
@@ -675,8 +723,10 @@ class AgentRunner:
                 )
                 run.result.errors.append(err_event)
                 run.outcome = "ignored"
+                self.counts.ignored += 1
                 # An error in an action handling an ErrorEvent must not loop forever.
                 return [] if isinstance(event, ErrorEvent) else [err_event]
+            self.counts.failed += 1
             if error is not exc:
                 raise error from exc
             raise exc

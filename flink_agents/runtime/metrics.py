@@ -32,8 +32,31 @@ class Counter:
         with self._lock:
             self._count -= n
 
+    def add_single_writer(self, n: int = 1) -> None:
+        """``inc(n)`` without the lock, for a counter that only one thread at a time updates
+        (the built-in metrics: the observer runs where the runner's loop runs)."""
+        self._count += n
+
     def get_count(self) -> int:
         return self._count
+
+
+class CounterView(Counter):
+    """A counter whose count is read from elsewhere (a plain integer another part keeps);
+    it cannot be changed through this object."""
+
+    def __init__(self, read: Callable[[], int]) -> None:
+        super().__init__()
+        self._read = read
+
+    def inc(self, n: int = 1) -> None:
+        raise TypeError("this counter is kept by flink-agents and cannot be changed")
+
+    dec = inc
+    add_single_writer = inc
+
+    def get_count(self) -> int:
+        return self._read()
 
 
 class Gauge:
@@ -147,6 +170,14 @@ class SimpleMetricGroup(MetricGroup):
 
     def get_histogram(self, name: str) -> Histogram:
         return self._get(name, Histogram)  # type: ignore[no-any-return]
+
+    def register(self, name: str, metric: Any) -> Any:
+        """Add ``metric`` under ``name`` (an error if the name is taken); returns it."""
+        with self._lock:
+            if name in self._metrics:
+                raise ValueError(f"metric {name!r} exists in group {self.name!r}")
+            self._metrics[name] = metric
+        return metric
 
     def get_meter(self, name: str, counter: Counter | None = None) -> Meter:
         """A meter (``counter``: count into this counter, for a new meter)."""

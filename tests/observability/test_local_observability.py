@@ -43,6 +43,7 @@ def test_builtin_and_user_metrics() -> None:
         "chat_model_action": 2 * n,
         "tool_call_action": n,
         "answer": n,
+        "context_retrieval_action": 0,  # a built-in action of every plan
     }
     tokens = actions["chat_model_action"]["model"]["model"]
     assert tokens == {
@@ -82,7 +83,6 @@ def test_event_log_content_and_order_of_a_tool_calling_run(tmp_path: Path) -> No
         for r in records
     ]
     assert steps == [
-        ("run_start", None, None),
         ("event", "_input_event", None),
         ("action", "_input_event", "ask"),
         ("event", "audit", "ask"),

@@ -37,9 +37,52 @@ class RunInfo:
         self.started_perf = started_perf
         self.data: dict[int, Any] = {}
 
+    def wall_time(self, perf: float) -> float:
+        """The ``time.time()`` of a ``time.perf_counter()`` value taken during the run."""
+        return self.started + (perf - self.started_perf)
+
+
+class RunCounts:
+    """What the run loop always counts (plain integers, read by the built-in metrics).
+
+    Attributes:
+        runs, runs_failed, in_flight: runs ended, failed, and in progress.
+        events: events taken from runs' queues (processed).
+        by_action: executions per action name (one-item lists, so the loop keeps a cell).
+        failed, retried, ignored: action failures by how they ended.
+    """
+
+    __slots__ = (
+        "by_action",
+        "events",
+        "failed",
+        "ignored",
+        "in_flight",
+        "retried",
+        "runs",
+        "runs_failed",
+    )
+
+    def __init__(self) -> None:
+        self.runs = self.runs_failed = self.in_flight = self.events = 0
+        self.failed = self.retried = self.ignored = 0
+        self.by_action: dict[str, list[int]] = {}
+
+    @property
+    def actions(self) -> int:
+        """Action executions, all actions."""
+        return sum(cell[0] for cell in self.by_action.values())
+
 
 class RunObserver:
-    """Hooks of the run loop; every method is a no-op here (override what you need)."""
+    """Hooks of the run loop; every method is a no-op here (override what you need).
+
+    Attributes:
+        observes_steps: whether :meth:`events_sent` and :meth:`action_finished` are wanted
+            (the loop skips them, per event and action, when no observer wants them).
+    """
+
+    observes_steps = True
 
     def run_started(self, run: RunInfo) -> None:
         """A run started (before its input event)."""
@@ -59,7 +102,8 @@ class RunObserver:
         error: BaseException | None,
         outcome: str | None,
     ) -> None:
-        """An action execution on ``event`` ended (``started``: wall-clock time).
+        """An action execution on ``event`` ended (``started``: ``time.perf_counter()``;
+        :meth:`RunInfo.wall_time` turns it into wall-clock time).
 
         ``outcome`` is None on success, else ``"retried"``, ``"ignored"`` or ``"failed"``.
         """
@@ -76,7 +120,8 @@ class RunObserver:
         error: BaseException | None,
         replayed: bool,
     ) -> None:
-        """A durable call ended: ``kind`` is ``"model"``, ``"tool"`` or ``"call"``; a
+        """A durable call ended (``started``: ``time.perf_counter()``): ``kind`` is
+        ``"model"``, ``"tool"`` or ``"call"``; a
         ``replayed`` call was answered from the durable log (after a restore)."""
 
     def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
@@ -88,6 +133,7 @@ class Observers(RunObserver):
 
     def __init__(self, observers: Sequence[RunObserver]) -> None:
         self.observers = list(observers)
+        self.observes_steps = any(o.observes_steps for o in self.observers)
 
     def run_started(self, run: RunInfo) -> None:
         for o in self.observers:

@@ -4,8 +4,8 @@ One file per host instance (a Flink subtask, or a local runner):
 ``{baseLogDir}/events-{jobId}-{taskName}-{subtask}.log``, rotated by size. Each line is one
 record with ``record`` = ``event`` (an event sent: key, run id, event id, parent event id,
 type, the action that sent it, its duration and token usage, payload), ``action`` (an action
-execution), ``call`` (a model, tool or other durable call), ``run_start`` or ``run`` (a run
-ended). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
+execution), ``call`` (a model, tool or other durable call) or ``run`` (a run ended; its timestamp is
+its start). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
 
 The run thread only appends raw objects to a bounded queue; a writer thread turns them into
 JSON (redaction, truncation) and writes every ``event-log.flush-ms``. Writing is best
@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from flink_agents.api.core_options import AgentConfiguration, ConfigOption, register_options
 from flink_agents.api.events.event import Event
@@ -137,47 +137,51 @@ class _Limits:
 def redact(value: Any, secrets: Sequence[str]) -> Any:
     """``value`` (JSON form) with strings under secret-like keys (the plan's rule) and every
     known secret value inside strings masked."""
-    if isinstance(value, dict):
-        return {
-            k: "***"
-            if isinstance(k, str) and isinstance(v, str) and v and _SECRET_NAME.search(k)
-            else redact(v, secrets)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(v, secrets) for v in value]
-    if isinstance(value, str) and secrets:
+    return _clean(value, secrets, None, 0)[0]
+
+
+def truncate(value: Any, limits: _Limits) -> tuple[Any, bool]:
+    """``value`` cut to the STANDARD limits, and whether anything was cut."""
+    return _clean(value, (), limits, 0)
+
+
+def _clean(
+    value: Any, secrets: Sequence[str], limits: _Limits | None, depth: int
+) -> tuple[Any, bool]:
+    """One walk for both: redaction always, truncation when ``limits`` are given."""
+    if isinstance(value, str):
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, "***")
-    return value
-
-
-def truncate(value: Any, limits: _Limits, depth: int = 0) -> tuple[Any, bool]:
-    """``value`` cut to the STANDARD limits, and whether anything was cut."""
-    if isinstance(value, str):
-        if len(value) > limits.string:
+        if limits is not None and len(value) > limits.string:
             return f"{value[: limits.string]}...[{len(value) - limits.string} more chars]", True
         return value, False
-    if isinstance(value, (dict, list)):
-        if depth >= limits.depth:
-            return f"[{type(value).__name__} nested deeper than {limits.depth}]", True
+    if isinstance(value, dict):
+        if limits is not None and depth >= limits.depth:
+            return f"[dict nested deeper than {limits.depth}]", True
         cut = False
-        if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            for k, v in value.items():
-                out[k], c = truncate(v, limits, depth + 1)
-                cut = cut or c
-            return out, cut
-        items = []
-        for v in value[: limits.array]:
-            item, c = truncate(v, limits, depth + 1)
-            items.append(item)
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if isinstance(v, str) and v and isinstance(k, str) and _SECRET_NAME.search(k):
+                out[k] = "***"
+                continue
+            out[k], c = _clean(v, secrets, limits, depth + 1)
             cut = cut or c
-        if len(value) > limits.array:
-            items.append(f"...[{len(value) - limits.array} more items]")
+        return out, cut
+    if isinstance(value, list):
+        if limits is not None and depth >= limits.depth:
+            return f"[list nested deeper than {limits.depth}]", True
+        cut = False
+        items = value if limits is None else value[: limits.array]
+        cleaned = []
+        for v in items:
+            item, c = _clean(v, secrets, limits, depth + 1)
+            cleaned.append(item)
+            cut = cut or c
+        if limits is not None and len(value) > limits.array:
+            cleaned.append(f"...[{len(value) - limits.array} more items]")
             cut = True
-        return items, cut
+        return cleaned, cut
     return value, False
 
 
@@ -239,9 +243,6 @@ class EventLogObserver(RunObserver):
         self.queue.append(item)
 
     # -- observer ------------------------------------------------------------------------------
-    def run_started(self, run: RunInfo) -> None:
-        self._put(("run_start", run.key, run.run_id, run.started))
-
     def events_sent(
         self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
     ) -> None:
@@ -284,7 +285,7 @@ class EventLogObserver(RunObserver):
                 "action",
                 run.key,
                 run.run_id,
-                started,
+                run.wall_time(started),
                 action,
                 str(event.id),
                 event.type,
@@ -327,7 +328,7 @@ class EventLogObserver(RunObserver):
                 "call",
                 run.key,
                 run.run_id,
-                started,
+                run.wall_time(started),
                 action,
                 kind,
                 name,
@@ -402,21 +403,22 @@ class _Writer:
         if not queue:
             return
         with self._lock:
-            lines = []
+            lines: list[bytes] = []
             while queue:
                 item = queue.popleft()
                 try:
-                    lines.append(json.dumps(self._record(item), default=str, ensure_ascii=False))
+                    lines.append(to_json(self._record(item), fallback=str))
                 except Exception as exc:  # noqa: BLE001 - a bad record must not stop the log
-                    lines.append(json.dumps({"record": "error", "error": _error(exc), **self.ids}))
+                    error = {"record": "error", "error": _error(exc), **self.ids}
+                    lines.append(json.dumps(error, default=str).encode())
             self._write(lines)
 
-    def _write(self, lines: list[str]) -> None:
-        data = "\n".join(lines) + "\n"
+    def _write(self, lines: list[bytes]) -> None:
+        data = b"\n".join(lines) + b"\n"
         try:
             if self._file is None:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+                self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
                 self._size = self._file.tell()
             if self._size and self._size + len(data) > self.max_bytes:
                 self._rotate()
@@ -454,7 +456,7 @@ class _Writer:
                 if os.path.exists(f"{self.path}.{i}"):
                     os.replace(f"{self.path}.{i}", f"{self.path}.{i + 1}")
             os.replace(self.path, f"{self.path}.1")
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+        self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
         self._size = 0
 
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
@@ -466,10 +468,9 @@ class _Writer:
             if isinstance(payload, dict):
                 for k in ("id", "type"):
                     payload.pop(k, None)
-            payload = redact(payload, self.secrets)
-            truncated = False
-            if level == "STANDARD":
-                payload, truncated = truncate(payload, self.limits)
+            payload, truncated = _clean(
+                payload, self.secrets, self.limits if level == "STANDARD" else None, 0
+            )
             record = {
                 **base,
                 "timestamp": ts,
@@ -510,8 +511,6 @@ class _Writer:
                 "error": redact(error, self.secrets),
                 "replayed": replayed,
             }
-        if kind == "run_start":
-            return {**base, "timestamp": item[3]}
         _, _, _, ts, seconds, error = item
         return {
             **base,

@@ -18,15 +18,21 @@ publishes to Flink (``runtime/flink/metrics.py``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from flink_agents.api.core_options import ConfigOption, register_options
-from flink_agents.runtime.metrics import Counter, Histogram, SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, RunObserver
+from flink_agents.runtime.metrics import (
+    Counter,
+    CounterView,
+    Histogram,
+    Meter,
+    SimpleMetricGroup,
+)
+from flink_agents.runtime.observability import RunCounts, RunInfo, RunObserver
 
-if TYPE_CHECKING:
-    from flink_agents.api.events.event import Event
+#: Counts that have a ``...PerSec`` meter too (upstream's).
+_METERED = ("numOfEventProcessed", "numOfActionsExecuted")
 
 
 class MetricsOptions:
@@ -44,75 +50,63 @@ register_options(MetricsOptions)
 
 
 class AgentMetrics(RunObserver):
-    """Counts the built-in metrics into ``group`` (the agent metric group).
+    """The built-in metrics in ``group`` (the agent metric group).
+
+    Counts of runs, events and actions are read from the loop's :class:`RunCounts` when a
+    metric is read (no work per event or action); this observer times runs and counts
+    model and tool calls.
 
     Args:
         group: the runner's agent metric group.
+        counts: the runner's counts.
     """
 
-    def __init__(self, group: SimpleMetricGroup) -> None:
+    observes_steps = False
+
+    def __init__(self, group: SimpleMetricGroup, counts: RunCounts) -> None:
         self.group = group
-        self.events = group.get_counter("numOfEventProcessed")
-        group.get_meter("numOfEventProcessedPerSec", self.events)
-        self.actions = group.get_counter("numOfActionsExecuted")
-        group.get_meter("numOfActionsExecutedPerSec", self.actions)
-        self.runs = group.get_counter("numOfRuns")
-        self.runs_failed = group.get_counter("numOfRunsFailed")
+        self.counts = counts
+
+        def view(name: str, read: Callable[[], int], target: SimpleMetricGroup = group) -> None:
+            counter = target.register(name, CounterView(read))
+            if name.startswith("numOf") and name in _METERED:
+                target.register(f"{name}PerSec", Meter(counter))
+
+        view("numOfEventProcessed", lambda: counts.events)
+        view("numOfActionsExecuted", lambda: counts.actions)
+        view("numOfRuns", lambda: counts.runs)
+        view("numOfRunsFailed", lambda: counts.runs_failed)
+        view("numOfActionsFailed", lambda: counts.failed)
+        view("numOfActionsRetried", lambda: counts.retried)
+        view("numOfActionsIgnored", lambda: counts.ignored)
+        for action, cell in counts.by_action.items():
+            view(
+                "numOfActionsExecuted",
+                lambda cell=cell: cell[0],  # type: ignore[misc]
+                group.get_sub_group("action", action),
+            )
         self.run_latency = group.get_histogram("runLatencyMs")
         self.model_latency = group.get_histogram("modelCallLatencyMs")
         self.tool_latency = group.get_histogram("toolCallLatencyMs")
         self.model_calls = group.get_counter("numOfModelCalls")
         self.tool_calls = group.get_counter("numOfToolCalls")
         self.replayed = group.get_counter("numOfCallsReplayed")
-        self.outcomes = {
-            "failed": group.get_counter("numOfActionsFailed"),
-            "retried": group.get_counter("numOfActionsRetried"),
-            "ignored": group.get_counter("numOfActionsIgnored"),
-        }
-        self.in_flight = 0
-        group.get_gauge("runsInFlight").set_source(lambda: self.in_flight)
+        group.get_gauge("runsInFlight").set_source(lambda: counts.in_flight)
         self._pending = group.get_gauge("pendingInputs")
         self._pending.update(0)
-        self._by_action: dict[str, Counter] = {}
         self._by_model: dict[tuple[str, str], tuple[Counter, Counter, Counter]] = {}
         self._by_tool: dict[tuple[str, str], Counter] = {}
+
+    @property
+    def in_flight(self) -> int:
+        """Runs in progress."""
+        return self.counts.in_flight
 
     def set_pending_source(self, source: Callable[[], int]) -> None:
         """Where the ``pendingInputs`` gauge reads its value (a host's queue length)."""
         self._pending.set_source(source)
 
-    def _action_counter(self, action: str) -> Counter:
-        counter = self._by_action.get(action)
-        if counter is None:
-            sub = self.group.get_sub_group("action", action)
-            counter = self._by_action[action] = sub.get_counter("numOfActionsExecuted")
-            sub.get_meter("numOfActionsExecutedPerSec", counter)
-        return counter
-
     # -- observer ------------------------------------------------------------------------------
-    def run_started(self, run: RunInfo) -> None:
-        self.in_flight += 1
-
-    def events_sent(
-        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
-    ) -> None:
-        self.events.inc(len(events))
-
-    def action_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        event: Event,
-        started: float,
-        seconds: float,
-        error: BaseException | None,
-        outcome: str | None,
-    ) -> None:
-        self.actions.inc()
-        self._action_counter(action).inc()
-        if outcome is not None:
-            self.outcomes[outcome].inc()
-
     def call_finished(
         self,
         run: RunInfo,
@@ -126,10 +120,10 @@ class AgentMetrics(RunObserver):
         replayed: bool,
     ) -> None:
         if replayed:
-            self.replayed.inc()
+            self.replayed.add_single_writer()
             return
         if kind == "model":
-            self.model_calls.inc()
+            self.model_calls.add_single_writer()
             self.model_latency.update(seconds * 1000.0)
             counters = self._by_model.get((action, name))
             if counters is None:
@@ -143,26 +137,22 @@ class AgentMetrics(RunObserver):
             if extra:
                 usage = extra.get("usage")
                 if usage:
-                    counters[0].inc(int(usage.get("prompt_tokens") or 0))
-                    counters[1].inc(int(usage.get("completion_tokens") or 0))
+                    counters[0].add_single_writer(int(usage.get("prompt_tokens") or 0))
+                    counters[1].add_single_writer(int(usage.get("completion_tokens") or 0))
                 attempts = extra.get("attempts")
                 if attempts and attempts > 1:
-                    counters[2].inc(int(attempts) - 1)
+                    counters[2].add_single_writer(int(attempts) - 1)
         elif kind == "tool":
-            self.tool_calls.inc()
+            self.tool_calls.add_single_writer()
             self.tool_latency.update(seconds * 1000.0)
             counter = self._by_tool.get((action, name))
             if counter is None:
                 sub = self.group.get_sub_group("action", action).get_sub_group("tool", name)
                 counter = self._by_tool[(action, name)] = sub.get_counter("numOfToolCalls")
-            counter.inc()
+            counter.add_single_writer()
 
     def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
-        self.in_flight -= 1
-        self.runs.inc()
         self.run_latency.update(seconds * 1000.0)
-        if error is not None:
-            self.runs_failed.inc()
 
 
 def histogram_values_since(histogram: Histogram, seen: int) -> list[float]:
