@@ -30,8 +30,8 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     from tests.ports import free_port
 
     workdir = tmp_path_factory.mktemp("standalone-cluster")
-    # Flink's Prometheus reporter (from the PyFlink wheel's plugins/metrics-prometheus) on a
-    # port of its own, for tests/observability/test_prometheus.py.
+    # Flink's Prometheus reporter (from the PyFlink wheel's plugins/metrics-prometheus) on
+    # ports of its own, for tests/observability/test_prometheus.py.
     prometheus = free_port()
     (workdir / "prometheus-port").write_text(str(prometheus))
     start_cluster(
@@ -42,7 +42,8 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
             "metrics.reporter.prom.factory.class": (
                 "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
             ),
-            "metrics.reporter.prom.port": str(prometheus),
+            # a range: the JobManager takes the first free port, the TaskManager the next
+            "metrics.reporter.prom.port": f"{prometheus}-{prometheus + 3}",
             "metrics.reporter.prom.interval": "1 s",
         },
     )

@@ -589,7 +589,6 @@ class AgentRunner:
                     self._warn_unheard(event)
                 continue
             for action, function, strategy, executed in actions:
-                executed[0] += 1
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
                 ctx = RunContext(run, action, event)
@@ -648,6 +647,9 @@ class AgentRunner:
                         )
                         if ctx._sent:
                             observer.events_sent(info, ctx._sent, event, action.name)  # type: ignore[arg-type]
+                finally:
+                    # Counted when the execution ended (however it ended).
+                    executed[0] += 1
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result

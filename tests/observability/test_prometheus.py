@@ -18,9 +18,17 @@ pytestmark = pytest.mark.flink
 JOB = Path(__file__).with_name("prom_job.py")
 
 
-def _scrape(port: int) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        return str(r.read().decode())
+def _scrape(first_port: int) -> str:
+    """The metrics of every reporter of the cluster (JobManager and TaskManager take ports
+    of the configured range in turn)."""
+    texts = []
+    for port in range(first_port, first_port + 4):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                texts.append(r.read().decode())
+        except OSError:
+            continue
+    return "\n".join(texts)
 
 
 def _value(text: str, name: str, *labels: str) -> float | None:
