@@ -551,10 +551,13 @@ class AgentRunner:
         try:
             if observer is None:
                 return await self._drive(run, queue, None)
-            run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
-            info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
-            observer.run_started(info)
             steps = observer if observer.observes_steps else None
+            if steps is not None:
+                run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
+                info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
+            else:  # metrics only: no id, no wall-clock time needed
+                info = run.info = RunInfo(key, "", 0.0, time.perf_counter())
+            observer.run_started(info)
             if steps is not None:
                 steps.events_sent(info, list(queue), None, None)
             try:

@@ -33,6 +33,8 @@ def _scrape(first_port: int) -> str:
 
 def _value(text: str, name: str, *labels: str) -> float | None:
     for line in text.splitlines():
+        if line.startswith("#"):
+            continue
         metric, _, value = line.rpartition(" ")
         if metric.split("{")[0].endswith(name) and all(label in metric for label in labels):
             return float(value)

@@ -171,12 +171,15 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
 
 
 def _owner(actions: list[ActionRun], name: str, start: float) -> ActionRun | None:
-    candidates = [a for a in actions if a.name == name]
-    for a in candidates:
-        if a.start - 1e-3 <= start <= a.start + a.duration_ms / 1000.0 + 1e-3:
-            return a
-    later = [a for a in candidates if a.start <= start]
-    return later[-1] if later else (candidates[0] if candidates else None)
+    """The execution of action ``name`` a call that started at ``start`` belongs to: a run's
+    actions execute one after another, so it is the last one that started before it."""
+    owner = None
+    for a in actions:  # sorted by start
+        if a.name == name:
+            if a.start > start and owner is not None:
+                break
+            owner = a
+    return owner
 
 
 def _ms(value: float | None) -> str:
