@@ -423,7 +423,14 @@ class AgentProcessFunction(KeyedProcessFunction):
                 return  # a stale timer: the key has gone idle since
             work = self._resume(key, restored, ctx)
         if drain:
-            work.wait_idle()
+            metrics = self.metrics
+            if metrics is None:
+                work.wait_idle()
+            else:
+                # The operator thread waits here for the key's last run: runs of other keys
+                # that end meanwhile still reach Flink's metrics.
+                while not work.wait_idle(metrics.interval or 0.5):
+                    metrics.publish()
         elif timestamp == work.timer_at:
             work.timer_at = None
         done = work.take_results()
