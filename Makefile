@@ -10,7 +10,7 @@ MODEL_STAMP := $(VENV)/.local-llm
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench dist clean
+	java model demo bench dist clean browser
 
 venv: $(STAMP)
 
@@ -21,7 +21,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## The README's test command.
-test: venv java model lint test-fast test-flink
+test: venv java model browser lint test-fast test-flink
+
+## Headless chromium for the trace page test (Debian's package; a no-op when installed,
+## a note when it cannot be installed here: the test then skips with that reason).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; \
+	    else echo "chromium missing and not installable here: the trace page test skips"; fi; }
 
 test-fast: venv java
 	$(PY) -m pytest -m "not flink" -q

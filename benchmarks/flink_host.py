@@ -9,6 +9,10 @@ Runs, in one invocation:
 3. concurrency: the same agent with a 200 ms model over 2,000 keys (one input each),
    against the ideal ``min(keys, max_in_flight) / 0.2 s``.
 
+With ``--observability`` it runs instead the agent with the built-in metrics off
+(``agent-bare``), on (``agent``, the default) and on with the event log at STANDARD level
+(``agent-eventlog``), alternating, and reports the cost of each against the bare agent.
+
 Baseline and agent run ``--repeat`` times each, alternating, one job per run; the figures
 and the ratio are the medians (runs on this shared 2-vCPU machine spread by +-20 %).
 
@@ -19,7 +23,7 @@ before and after the operator notes the times. Both pipelines have the same maps
 Usage::
 
     .venv/bin/python benchmarks/flink_host.py [--records 20000] [--keys 100]
-        [--mode thread|process] [--concurrency-keys 2000] [--repeat 3]
+        [--mode thread|process] [--concurrency-keys 2000] [--repeat 3] [--observability]
 """
 
 from __future__ import annotations
@@ -113,12 +117,13 @@ def _run(
     kind: str,
     latency: float = 0.0,
     carry_timestamps: bool = True,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     conf = Configuration()
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
-        env, **{"python.execution-mode": mode}
+        env, **{"python.execution-mode": mode, **(config or {})}
     )
     stamps = tempfile.mktemp(prefix="flink-host-bench-", suffix=".jsonl")
     numbers = env.from_source(
@@ -171,6 +176,11 @@ def main() -> None:
         "--repeat", type=int, default=3, help="runs of the baseline and of the agent (median)"
     )
     parser.add_argument(
+        "--observability",
+        action="store_true",
+        help="measure the agent with metrics off / on / on with the event log instead",
+    )
+    parser.add_argument(
         "--no-carry-timestamps",
         action="store_true",
         help="also run the agent without re-assigning input timestamps to outputs",
@@ -188,6 +198,9 @@ def main() -> None:
         f"mode={args.mode} records={args.records} keys={args.keys} parallelism=1 "
         f"repeat={args.repeat}"
     )
+    if args.observability:
+        _observability(args, show)
+        return
     # Baseline and agent alternate, each run in a job of its own: run-to-run spread on this
     # shared 2-vCPU machine is +-20 %, so the figures are the medians of the runs.
     runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "agent": []}
@@ -217,6 +230,33 @@ def main() -> None:
         f"{max_in_flight}) / 0.2 s = {ideal:.0f} runs/s: {concurrency['rate'] / ideal:.0%} "
         "(target >= 80%)"
     )
+
+
+def _observability(args: argparse.Namespace, show: Any) -> None:
+    """Agent throughput with metrics off, on, and on with the event log (alternating)."""
+    log_dir = tempfile.mkdtemp(prefix="flink-host-bench-log-")
+    configs: dict[str, dict[str, Any]] = {
+        "agent-bare": {"metrics.enabled": False},
+        "agent": {},
+        "agent-eventlog": {"event-log.enabled": True, "baseLogDir": log_dir},
+    }
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in configs}
+    for _ in range(args.repeat):
+        for kind, config in configs.items():
+            result = _run(args.mode, args.records, args.keys, "agent", config=config)
+            result["kind"] = kind
+            runs[kind].append(result)
+            show(result)
+    medians = {kind: _median(results)["rate"] for kind, results in runs.items()}
+    bare = medians["agent-bare"]
+    print("median: " + ", ".join(f"{k} {v:.0f} records/s" for k, v in medians.items()))
+    print(f"metrics cost: {1 - medians['agent'] / bare:.1%} of agent throughput (target <= 5%)")
+    print(
+        f"metrics + event log (STANDARD) cost: {1 - medians['agent-eventlog'] / bare:.1%} "
+        "(target <= 25%)"
+    )
+    size = sum(os.path.getsize(os.path.join(log_dir, f)) for f in os.listdir(log_dir))
+    print(f"event log written: {size / 1e6:.1f} MB in {log_dir}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,23 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     from tests.ports import free_port
 
     workdir = tmp_path_factory.mktemp("standalone-cluster")
-    start_cluster(workdir, port=free_port(), slots=2)
+    # Flink's Prometheus reporter (from the PyFlink wheel's plugins/metrics-prometheus) on
+    # ports of its own, for tests/observability/test_prometheus.py.
+    prometheus = free_port()
+    (workdir / "prometheus-port").write_text(str(prometheus))
+    start_cluster(
+        workdir,
+        port=free_port(),
+        slots=2,
+        extra_config={
+            "metrics.reporter.prom.factory.class": (
+                "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
+            ),
+            # a range: the JobManager takes the first free port, the TaskManager the next
+            "metrics.reporter.prom.port": f"{prometheus}-{prometheus + 3}",
+            "metrics.reporter.prom.interval": "1 s",
+        },
+    )
     try:
         yield workdir
     finally:

@@ -24,3 +24,8 @@ class MetricGroup(ABC):
     @abstractmethod
     def get_histogram(self, name: str) -> Any:
         """A histogram with ``update(value)``, ``get_count()``, ``get_values()``."""
+
+    @abstractmethod
+    def get_meter(self, name: str) -> Any:
+        """A meter with ``mark(n=1)`` (alias ``mark_event``), ``get_count()``,
+        ``get_rate()`` (events per second)."""

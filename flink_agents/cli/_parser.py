@@ -108,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     submit.set_defaults(handler=cmd_submit)
 
+    from flink_agents.cli import _trace
+
+    _trace.add_parser(commands, [common])
+
     from flink_agents.sql import cli as sql_cli  # the `sql` command lives in its own module
 
     sql_cli.add_parser(commands, [common])

@@ -12,8 +12,11 @@ import asyncio
 import concurrent.futures
 import difflib
 import inspect
+import itertools
 import logging
 import pickle
+import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +50,14 @@ from flink_agents.plan.behaviours import run_hooks
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.observability import (
+    RunCounts,
+    RunInfo,
+    RunObserver,
+    call_target,
+    combine,
+)
+from flink_agents.runtime.observability.metrics import AgentMetrics, MetricsOptions
 from flink_agents.runtime.resources import ResourceCache
 
 log = logging.getLogger("flink_agents.runtime")
@@ -146,6 +157,12 @@ class _Run:
         self.on_suspend = on_suspend
         self.call_seq = 0
         self.result = RunResult(key=key)
+        #: Events taken from the queue (for RunCounts).
+        self.processed = 0
+        #: For observers (None while the runner has none).
+        self.info: RunInfo | None = None
+        #: How the last failure handled by ``AgentRunner._failed`` ended.
+        self.outcome = "retried"
 
     def next_call_id(self) -> str:
         self.call_seq += 1
@@ -338,13 +355,27 @@ class RunContext(RunnerContext):
     ) -> T:
         signature = _call_info(func)[0]
         call_id, rec, reconcile = self._begin(signature, reconciler)
+        info = self._run.info
         if rec is not None:
+            if info is not None:
+                now = time.perf_counter()
+                self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
             return self._replayed(rec)  # type: ignore[no-any-return]
+        if info is not None:
+            perf = time.perf_counter()
         try:
             result = reconciler() if reconcile else func(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
+            if info is not None:
+                self._observe(
+                    info, func, signature, perf, time.perf_counter() - perf, None, exc, False
+                )
             raise
+        if info is not None:
+            self._observe(
+                info, func, signature, perf, time.perf_counter() - perf, result, None, False
+            )
         if inspect.isawaitable(result):
             raise TypeError(
                 f"{signature} is async; use `await ctx.durable_execute_async(...)` for it"
@@ -362,8 +393,14 @@ class RunContext(RunnerContext):
     ) -> T:
         signature, is_coroutine = _call_info(func)
         call_id, rec, reconcile = self._begin(signature, reconciler)
+        info = self._run.info
         if rec is not None:
+            if info is not None:
+                now = time.perf_counter()
+                self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
             return self._replayed(rec)  # type: ignore[no-any-return]
+        if info is not None:
+            perf = time.perf_counter()
         if reconcile:
             target: Callable[..., Any] = reconciler  # type: ignore[assignment]
             args, kwargs = (), {}
@@ -384,7 +421,15 @@ class RunContext(RunnerContext):
                     result = await result
         except Exception as exc:
             self._run.record(call_id, DurableRecord(signature, error=exc))
+            if info is not None:
+                self._observe(
+                    info, func, signature, perf, time.perf_counter() - perf, None, exc, False
+                )
             raise
+        if info is not None:
+            self._observe(
+                info, func, signature, perf, time.perf_counter() - perf, result, None, False
+            )
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))
         return result  # type: ignore[no-any-return]
@@ -417,6 +462,31 @@ class RunContext(RunnerContext):
             return decision
         raise RunPaused(request, call_id)
 
+    def _observe(
+        self,
+        info: RunInfo,
+        func: Callable[..., Any],
+        signature: str,
+        started: float,
+        seconds: float,
+        result: Any,
+        error: BaseException | None,
+        replayed: bool,
+    ) -> None:
+        runner = self._run.runner
+        owner = getattr(func, "__self__", None)
+        # Resources live as long as the runner, so their ids are stable keys.
+        cache_key = id(owner) if owner is not None else signature
+        target = runner._call_targets.get(cache_key)
+        if target is None:
+            target = runner._call_targets[cache_key] = call_target(
+                func, signature, runner.resources
+            )
+        kind, name = target
+        runner.observer.call_finished(  # type: ignore[union-attr]
+            info, self._action.name, kind, name, started, seconds, result, error, replayed
+        )
+
     # -- metrics ---------------------------------------------------------------------------------
     @property
     def agent_metric_group(self) -> SimpleMetricGroup:
@@ -424,7 +494,7 @@ class RunContext(RunnerContext):
 
     @property
     def action_metric_group(self) -> SimpleMetricGroup:
-        return self._run.runner.metrics.get_sub_group(self._action.name)
+        return self._run.runner.metrics.get_sub_group("action", self._action.name)
 
 
 class AgentRunner:
@@ -454,6 +524,19 @@ class AgentRunner:
             thread_name_prefix="flink-agents-call",
         )
         self.metrics = SimpleMetricGroup("agent")
+        #: Plain counts of runs, events and actions (always kept: an integer addition per
+        #: event and action); the built-in metrics read them.
+        self.counts = RunCounts()
+        #: What sees the runs (None: nothing, and the loop skips every hook; see
+        #: runtime/observability). Hosts add theirs with :meth:`add_observer`.
+        self.observer: RunObserver | None = None
+        #: The built-in metrics (None when ``metrics.enabled`` is false).
+        self.agent_metrics: AgentMetrics | None = None
+        self._closables: list[Callable[[], None]] = []
+        self._call_targets: dict[Any, tuple[str, str]] = {}
+        # Run ids: a random prefix per runner and a counter (uuid4 per run costs a syscall).
+        self._run_prefix = uuid.uuid4().hex[:16]
+        self._run_seq = itertools.count(1)
         self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
@@ -465,8 +548,11 @@ class AgentRunner:
         )
         action_timeout = self.config.get(TimeoutOptions.ACTION_TIMEOUT)
         # Resolved once: the per-event lookups are on the hot path.
+        # Resolved once: the per-event lookups are on the hot path. The last item counts
+        # the action's executions (a cell per action name, in counts.by_action).
+        counts = self.counts.by_action
         self._actions_by_event: dict[
-            str, list[tuple[ActionPlan, Callable[..., Any], Any, float | None]]
+            str, list[tuple[ActionPlan, Callable[..., Any], Any, float | None, list[int]]]
         ] = {
             etype: [
                 (
@@ -474,16 +560,29 @@ class AgentRunner:
                     a.function,
                     ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
                     check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
+                    counts.setdefault(a.name, [0]),
                 )
                 for a in plan.get_actions(etype)
             ]
             for etype in plan.actions_by_event
         }
+        if self.config.get(MetricsOptions.ENABLED):
+            self.agent_metrics = AgentMetrics(self.metrics, self.counts)
+            self.observer = self.agent_metrics
+
+    def add_observer(self, observer: RunObserver, close: Callable[[], None] | None = None) -> None:
+        """Let ``observer`` see the runs too; ``close`` is called by :meth:`close`."""
+        self.observer = combine([self.observer, observer])
+        if close is not None:
+            self._closables.append(close)
 
     def close(self) -> None:
         """Close long-term memory and resources, then shut the executor down (without
         waiting for calls still running: a host closes when no run needs it any more)."""
         try:
+            for close in self._closables:
+                close()
+            self._closables = []
             self.long_term_memory.close()
             self.resources.close()
         finally:
@@ -515,16 +614,46 @@ class AgentRunner:
             RuntimeFailure: an action failed and the strategy is FAIL (or RETRY ran out).
         """
         run = _Run(self, key, memory, durable, on_record, on_suspend)
+        observer = self.observer
+        counts = self.counts
+        counts.in_flight += 1
+        try:
+            if observer is None:
+                return await self._execute(run, value, None)
+            steps = observer if observer.observes_steps else None
+            if steps is not None:
+                run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
+                info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
+            else:  # metrics only: no id, no wall-clock time needed
+                info = run.info = RunInfo(key, "", 0.0, time.perf_counter())
+            observer.run_started(info)
+            try:
+                result = await self._execute(run, value, steps)
+            except BaseException as exc:
+                observer.run_finished(info, time.perf_counter() - info.started_perf, exc)
+                raise
+            observer.run_finished(info, time.perf_counter() - info.started_perf, None)
+            return result
+        except BaseException:
+            counts.runs_failed += 1
+            raise
+        finally:
+            counts.in_flight -= 1
+            counts.runs += 1
+            counts.events += run.processed
+
+    async def _execute(self, run: _Run, value: Any, steps: RunObserver | None) -> RunResult:
+        """The run's body: agent hooks, the actions, and a pause for approval."""
         result = run.result
         try:
             if self._agent_hooks:
-                return await self._run_with_agent_hooks(run, value)
-            await self._run_events(run, value)
+                return await self._run_with_agent_hooks(run, value, steps)
+            await self._run_events(run, value, steps)
         except RunPaused as pause:
             # Nothing of the run is committed but its durable records: the resumed run
             # sends its outputs and memory changes again (up to the pause from the log).
             return RunResult(
-                key=key,
+                key=run.key,
                 outputs=[pause.request],
                 durable_records=result.durable_records,
                 approval=pause.request,
@@ -534,13 +663,21 @@ class AgentRunner:
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
 
-    async def _run_events(self, run: _Run, value: Any) -> None:
+    async def _run_events(self, run: _Run, value: Any, steps: RunObserver | None) -> None:
         """Send the input through the actions until no event is left."""
-        result = run.result
         queue: deque[Event] = deque([InputEvent(input=value)])
+        if steps is not None:
+            steps.events_sent(run.info, list(queue), None, None)  # type: ignore[arg-type]
+        await self._drive(run, queue, steps)
+
+    async def _drive(self, run: _Run, queue: deque[Event], observer: RunObserver | None) -> None:
+        """Send the events of ``queue`` (and what their actions send) through the actions."""
+        result = run.result
+        info = run.info
         actions_by_event = self._actions_by_event
         while queue:
             event = queue.popleft()
+            run.processed += 1
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
             actions = actions_by_event.get(event.type)
@@ -548,11 +685,13 @@ class AgentRunner:
                 if not isinstance(event, OutputEvent):
                     self._warn_unheard(event)
                 continue
-            for action, function, strategy, timeout in actions:
+            for action, function, strategy, timeout, executed in actions:
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
                 ctx = RunContext(run, action, event)
                 marks = run.short_term.mark(), run.sensory.mark()
+                if observer is not None:
+                    perf = time.perf_counter()
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -563,15 +702,60 @@ class AgentRunner:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
-                    queue.extend(
-                        await self._failed(
+                    if observer is None:
+                        queue.extend(
+                            await self._failed(
+                                run, action, function, strategy, timeout, event, marks, exc
+                            )
+                        )
+                        continue
+                    try:
+                        sent = await self._failed(
                             run, action, function, strategy, timeout, event, marks, exc
                         )
+                    except BaseException as final:
+                        observer.action_finished(
+                            info,  # type: ignore[arg-type]
+                            action.name,
+                            event,
+                            perf,
+                            time.perf_counter() - perf,
+                            final,
+                            "failed",
+                        )
+                        raise
+                    observer.action_finished(
+                        info,  # type: ignore[arg-type]
+                        action.name,
+                        event,
+                        perf,
+                        time.perf_counter() - perf,
+                        exc,
+                        run.outcome,
                     )
+                    observer.events_sent(info, sent, event, action.name)  # type: ignore[arg-type]
+                    queue.extend(sent)
                 else:
                     queue.extend(ctx._sent)
+                    if observer is not None:
+                        observer.action_finished(
+                            info,  # type: ignore[arg-type]
+                            action.name,
+                            event,
+                            perf,
+                            time.perf_counter() - perf,
+                            None,
+                            None,
+                        )
+                        if ctx._sent:
+                            observer.events_sent(info, ctx._sent, event, action.name)  # type: ignore[arg-type]
+                finally:
+                    # Counted when the execution ended (however it ended).
+                    executed[0] += 1
 
-    async def _run_with_agent_hooks(self, run: _Run, value: Any) -> RunResult:
+    async def _run_with_agent_hooks(
+        self, run: _Run, value: Any, steps: RunObserver | None
+    ) -> RunResult:
         """:meth:`run` with the ``before_agent`` / ``after_agent`` hooks around the actions.
 
         A failing hook follows the agent's error strategy: RETRY runs the hook again, IGNORE
@@ -583,7 +767,7 @@ class AgentRunner:
         if ran and before.stopped:
             run.result.outputs.append(before.answer)
         else:  # an ignored failure goes on with the input as it came
-            await self._run_events(run, before.input if ran else value)
+            await self._run_events(run, before.input if ran else value, steps)
         after = HookContext(
             point=HookPoint.AFTER_AGENT,
             key=run.key,
@@ -690,6 +874,8 @@ class AgentRunner:
                             await returned
                         else:
                             await _bounded_action(returned, timeout, action)
+                    run.outcome = "retried"
+                    self.counts.retried += 1
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise
@@ -707,8 +893,11 @@ class AgentRunner:
                     error=str(exc),
                 )
                 run.result.errors.append(err_event)
+                run.outcome = "ignored"
+                self.counts.ignored += 1
                 # An error in an action handling an ErrorEvent must not loop forever.
                 return [] if isinstance(event, ErrorEvent) else [err_event]
+            self.counts.failed += 1
             if error is not exc:
                 raise error from exc
             raise exc

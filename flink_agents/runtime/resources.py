@@ -42,6 +42,13 @@ class ResourceCache:
                 self.created[key] = self.created.get(key, 0) + 1
             return found
 
+    def name_of(self, resource: Any) -> str | None:
+        """The name ``resource`` (an instance this cache made) is declared under, if any."""
+        for (_, name), found in list(self._cache.items()):
+            if found is resource:
+                return name
+        return None
+
     def _create(self, name: str, rtype: ResourceType) -> Resource:
         provider = self._plan.get_resource_provider(name, rtype)
         if provider is None:

@@ -290,3 +290,33 @@ def function_catalog(t_env: Any) -> Any:
     """The table environment's Java ``FunctionCatalog``, which resolves a function name as
     SQL does (temporary system, temporary catalog, catalog functions)."""
     return t_env._j_tenv.getPlanner().getFlinkContext().getFunctionCatalog()
+
+
+def flink_job_id(runtime_context: Any) -> str | None:
+    """The Flink job id (hex), read from the Java runtime context in thread mode
+    (``EmbeddedRuntimeContext._runtime_context.getJobInfo().getJobId()``); None where it
+    cannot be read (process mode)."""
+    j_context = getattr(runtime_context, "_runtime_context", None)
+    if j_context is None:
+        return None
+    try:
+        return str(j_context.getJobInfo().getJobId().toString())
+    except Exception:  # noqa: BLE001 - an id of our own is used instead
+        return None
+
+
+def task_identity(runtime_context: Any) -> tuple[str, int]:
+    """``(task name, subtask index)``. PyFlink 2.3's thread-mode runtime context calls
+    ``getTaskName`` / ``getIndexOfThisSubtask``, which Flink 2 moved to ``getTaskInfo()``:
+    that is read from the Java context (``_runtime_context``) first."""
+    j_context = getattr(runtime_context, "_runtime_context", None)
+    if j_context is not None:
+        try:
+            info = j_context.getTaskInfo()
+            return str(info.getTaskName()), int(info.getIndexOfThisSubtask())
+        except Exception:  # noqa: BLE001 - PyFlink's accessors below
+            pass
+    try:
+        return runtime_context.get_task_name(), runtime_context.get_index_of_this_subtask()
+    except Exception:  # noqa: BLE001 - a name for the file is all this is for
+        return "agent", 0

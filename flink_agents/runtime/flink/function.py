@@ -28,6 +28,7 @@ from flink_agents.runtime.approval import accept_response, expired_response
 from flink_agents.runtime.core import APPROVAL_DECISION, DurableRecord, RunResult
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink import entry, fast_paths
+from flink_agents.runtime.flink.metrics import FlinkMetrics, FlinkMetricsOptions
 from flink_agents.runtime.flink.output import (
     KEEP_TIMESTAMP,
     NO_TIMESTAMP,
@@ -36,6 +37,7 @@ from flink_agents.runtime.flink.output import (
 )
 from flink_agents.runtime.flink.slot import Item, KeyWork, Outcome, SlotRuntime
 from flink_agents.runtime.flink.state import KeyedState
+from flink_agents.runtime.observability.event_log import attach_event_log
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -89,6 +91,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._report_file: str | None = None
         self.batch_size = 1
         self.batch_linger_ms = 0
+        #: Publishes the agent metrics to Flink (set in open()).
+        self.metrics: FlinkMetrics | None = None
         #: Whether an operator may call :meth:`before_barrier`, so keys going async keep
         #: their state key (thread mode: once claim_barrier_hook bound the function).
         self.barrier_hook = False
@@ -99,6 +103,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         state["state"] = None
         state["_active"] = {}
         state["barrier_hook"] = False
+        state["metrics"] = None
         return state
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -114,6 +119,7 @@ class AgentProcessFunction(KeyedProcessFunction):
 
         if java_resources(plan):
             init_java_bridge(slot.runner.resources)
+        self._open_observability(runtime_context, slot)
         ttl = config.get(AgentExecutionOptions.SHORT_TERM_MEMORY_TTL)
         state = KeyedState.open(
             runtime_context,
@@ -138,6 +144,25 @@ class AgentProcessFunction(KeyedProcessFunction):
             # The thread-mode operator binds the function right after open() returns
             # (entry.claim_barrier_hook); until then there is no hook.
             entry.offer(self)
+
+    def _open_observability(self, runtime_context: RuntimeContext, slot: SlotRuntime) -> None:
+        """Metrics to Flink's metric group, the event log (when enabled) to its file."""
+        from flink_agents.runtime.java import in_jvm
+
+        runner = slot.runner
+        if runner.agent_metrics is not None:
+            runner.agent_metrics.set_pending_source(slot.pending_inputs)
+        interval = runner.config.get(FlinkMetricsOptions.PUBLISH_INTERVAL_MS) / 1000.0
+        group = getattr(runtime_context, "get_metrics_group", None)  # absent in unit fakes
+        if group is not None:
+            self.metrics = FlinkMetrics(runner.metrics, group(), interval if in_jvm() else 0)
+        task, subtask = internals.task_identity(runtime_context)
+        attach_event_log(
+            runner,
+            job_id=internals.flink_job_id(runtime_context) or self.job_id,
+            task_name=task,
+            subtask=subtask,
+        )
 
     def bind(
         self,
@@ -169,6 +194,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         self.barrier_hook = state.keys is not None and not state.keys.java
 
     def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.publish()
         # Not a shutdown: in thread mode close() comes before the last timers fire, so the
         # slot closes itself when its last run ends (see SlotRuntime.close).
         if entry.withdraw(self):
@@ -258,7 +285,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         return f"{self._prefix}{self._counter}"
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
-        return self._process(value, ctx, None)
+        yield from self._process(value, ctx, None)
+        if self.metrics is not None:
+            self.metrics.maybe_publish()
 
     def process_batch(self, batch: Any, convert: Any, ctx: Any) -> list[Any]:
         """The outputs of a batch of inputs, processed in order as process_element would
@@ -282,6 +311,8 @@ class AgentProcessFunction(KeyedProcessFunction):
                 outputs.extend(self._process(convert(value), ctx, code))
         finally:
             state.batch_key = None
+        if self.metrics is not None:
+            self.metrics.maybe_publish()
         return outputs
 
     def _process(self, value: Any, ctx: Any, ts: int | None) -> Iterator[Any]:
@@ -395,6 +426,10 @@ class AgentProcessFunction(KeyedProcessFunction):
             )
             self.before_barrier(None)
             return
+        if self.metrics is not None:
+            # Runs finished on the loop thread are counted; hand them to Flink now (the
+            # drain timer at the end of input may wait a long time).
+            self.metrics.publish()
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         key = ctx.get_current_key()
@@ -406,7 +441,14 @@ class AgentProcessFunction(KeyedProcessFunction):
                 return  # a stale timer: the key has gone idle since
             work = self._resume(key, restored, ctx)
         if drain:
-            work.wait_idle()
+            metrics = self.metrics
+            if metrics is None:
+                work.wait_idle()
+            else:
+                # The operator thread waits here for the key's last run: runs of other keys
+                # that end meanwhile still reach Flink's metrics.
+                while not work.wait_idle(metrics.interval or 0.5):
+                    metrics.publish()
         elif timestamp == work.timer_at:
             work.timer_at = None
         done = work.take_results()

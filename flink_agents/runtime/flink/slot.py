@@ -298,6 +298,11 @@ class SlotRuntime:
             if self._waiting:
                 self._cond.notify_all()
 
+    def pending_inputs(self) -> int:
+        """Inputs accepted and not started yet (queued behind their key's runs)."""
+        runs = self.runner.agent_metrics.in_flight if self.runner.agent_metrics else 0
+        return max(0, self._in_flight - runs)
+
     # -- chains ------------------------------------------------------------------------------
     def start(self, work: KeyWork) -> None:
         """Run ``work``'s queue on the loop (``work.running`` must already be set)."""

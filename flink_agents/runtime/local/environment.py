@@ -10,6 +10,7 @@ from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.local.runner import LocalRunner
+from flink_agents.runtime.metrics import SimpleMetricGroup
 
 
 def _split(item: Any) -> tuple[Any, Any]:
@@ -34,6 +35,7 @@ class LocalAgentBuilder(AgentBuilder):
         self._plan: AgentPlan | None = None
         self._outputs: list[dict[str, Any]] | None = None
         self.runner: LocalRunner | None = None
+        self._metrics: SimpleMetricGroup | None = None
 
     def apply(self, agent: Agent | str) -> LocalAgentBuilder:
         if self._plan is not None:
@@ -54,11 +56,17 @@ class LocalAgentBuilder(AgentBuilder):
         self._outputs = []
         return self._outputs
 
+    def get_metric_group(self) -> SimpleMetricGroup | None:
+        """The agent metric group of this input's runs (built-in and user metrics), kept
+        after ``execute()``; None before. ``.to_dict()`` gives the values, nested."""
+        return self._metrics
+
     def _execute(self) -> None:
         if self._plan is None or self._outputs is None:
             raise RuntimeError("from_list(...).apply(agent).to_list() must come before execute()")
         if self.runner is None:
             self.runner = LocalRunner(self._plan)
+            self._metrics = self.runner.runner.metrics
         results = self.runner.run(self._records)
         for result in results:
             self._outputs.extend({result.key: out} for out in result.outputs)

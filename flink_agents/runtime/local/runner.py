@@ -34,6 +34,7 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
@@ -43,6 +44,7 @@ from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemory
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.approval import PausedRun, accept_response, expired_response
 from flink_agents.runtime.core import AgentRunner, RunResult
+from flink_agents.runtime.observability.event_log import attach_event_log
 
 log = logging.getLogger("flink_agents.runtime.local")
 
@@ -63,6 +65,9 @@ class LocalRunner:
     def __init__(self, plan: AgentPlan) -> None:
         self.plan = plan
         self.runner = AgentRunner(plan)
+        attach_event_log(
+            self.runner, job_id=f"local-{uuid.uuid4().hex[:12]}", task_name="local", subtask=0
+        )
         self.memory: dict[Any, dict[str, Any]] = {}
         config = plan.get_config()
         self._max_in_flight = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)

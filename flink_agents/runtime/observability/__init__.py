@@ -1,0 +1,201 @@
+"""What a run did, for metrics and the event log: the core's one observer seam.
+
+:class:`RunObserver` has a no-op method per thing the run loop (``runtime/core.py``) reports:
+a run starting and ending, events sent, an action execution, a durable call (model, tool or
+other). The core holds one observer or None; with None (metrics and the event log both off)
+the loop pays one ``is not None`` test per step. :class:`Observers` fans out to several.
+Observer methods run on the thread that runs the action (the loop or the operator thread,
+never two at once for one runner) and must not raise; the core does not guard them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flink_agents.api.events.event import Event
+
+
+class RunInfo:
+    """One run as observers see it.
+
+    Attributes:
+        key: the input's key.
+        run_id: a unique id of the run (hex).
+        started: ``time.time()`` at the start.
+        started_perf: ``time.perf_counter()`` at the start (durations).
+        data: per-observer scratch space, by observer.
+    """
+
+    __slots__ = ("data", "key", "run_id", "started", "started_perf")
+
+    def __init__(self, key: Any, run_id: str, started: float, started_perf: float) -> None:
+        self.key = key
+        self.run_id = run_id
+        self.started = started
+        self.started_perf = started_perf
+        self.data: dict[int, Any] = {}
+
+    def wall_time(self, perf: float) -> float:
+        """The ``time.time()`` of a ``time.perf_counter()`` value taken during the run."""
+        return self.started + (perf - self.started_perf)
+
+
+class RunCounts:
+    """What the run loop always counts (plain integers, read by the built-in metrics).
+
+    Attributes:
+        runs, runs_failed, in_flight: runs ended, failed, and in progress.
+        events: events taken from runs' queues (processed).
+        by_action: executions per action name (one-item lists, so the loop keeps a cell).
+        failed, retried, ignored: action failures by how they ended.
+    """
+
+    __slots__ = (
+        "by_action",
+        "events",
+        "failed",
+        "ignored",
+        "in_flight",
+        "retried",
+        "runs",
+        "runs_failed",
+    )
+
+    def __init__(self) -> None:
+        self.runs = self.runs_failed = self.in_flight = self.events = 0
+        self.failed = self.retried = self.ignored = 0
+        self.by_action: dict[str, list[int]] = {}
+
+    @property
+    def actions(self) -> int:
+        """Action executions, all actions."""
+        return sum(cell[0] for cell in self.by_action.values())
+
+
+class RunObserver:
+    """Hooks of the run loop; every method is a no-op here (override what you need).
+
+    Attributes:
+        observes_steps: whether :meth:`events_sent` and :meth:`action_finished` are wanted
+            (the loop skips them, per event and action, when no observer wants them).
+    """
+
+    observes_steps = True
+
+    def run_started(self, run: RunInfo) -> None:
+        """A run started (before its input event)."""
+
+    def events_sent(
+        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
+    ) -> None:
+        """``events`` were sent by ``action`` handling ``parent`` (the input event: both None)."""
+
+    def action_finished(
+        self,
+        run: RunInfo,
+        action: str,
+        event: Event,
+        started: float,
+        seconds: float,
+        error: BaseException | None,
+        outcome: str | None,
+    ) -> None:
+        """An action execution on ``event`` ended (``started``: ``time.perf_counter()``;
+        :meth:`RunInfo.wall_time` turns it into wall-clock time).
+
+        ``outcome`` is None on success, else ``"retried"``, ``"ignored"`` or ``"failed"``.
+        """
+
+    def call_finished(
+        self,
+        run: RunInfo,
+        action: str,
+        kind: str,
+        name: str,
+        started: float,
+        seconds: float,
+        result: Any,
+        error: BaseException | None,
+        replayed: bool,
+    ) -> None:
+        """A durable call ended (``started``: ``time.perf_counter()``): ``kind`` is
+        ``"model"``, ``"tool"`` or ``"call"``; a
+        ``replayed`` call was answered from the durable log (after a restore)."""
+
+    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
+        """A run ended (``error``: what failed it)."""
+
+
+class Observers(RunObserver):
+    """Several observers as one, called in order."""
+
+    def __init__(self, observers: Sequence[RunObserver]) -> None:
+        self.observers = list(observers)
+        self.observes_steps = any(o.observes_steps for o in self.observers)
+
+    def run_started(self, run: RunInfo) -> None:
+        for o in self.observers:
+            o.run_started(run)
+
+    def events_sent(
+        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
+    ) -> None:
+        for o in self.observers:
+            o.events_sent(run, events, parent, action)
+
+    def action_finished(
+        self,
+        run: RunInfo,
+        action: str,
+        event: Event,
+        started: float,
+        seconds: float,
+        error: BaseException | None,
+        outcome: str | None,
+    ) -> None:
+        for o in self.observers:
+            o.action_finished(run, action, event, started, seconds, error, outcome)
+
+    def call_finished(
+        self,
+        run: RunInfo,
+        action: str,
+        kind: str,
+        name: str,
+        started: float,
+        seconds: float,
+        result: Any,
+        error: BaseException | None,
+        replayed: bool,
+    ) -> None:
+        for o in self.observers:
+            o.call_finished(run, action, kind, name, started, seconds, result, error, replayed)
+
+    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
+        for o in self.observers:
+            o.run_finished(run, seconds, error)
+
+
+def combine(observers: Sequence[RunObserver | None]) -> RunObserver | None:
+    """One observer for the given ones (None entries skipped): None, the one, or a fan-out."""
+    present = [o for o in observers if o is not None]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else Observers(present)
+
+
+def call_target(func: Any, signature: str, resources: Any) -> tuple[str, str]:
+    """``(kind, name)`` of a durable call: ``("model", resource name)`` for a chat model
+    setup's method, ``("tool", tool name)`` for a tool's, else ``("call", signature)``."""
+    from flink_agents.api.chat_models.chat_model import BaseChatModelSetup
+    from flink_agents.api.tools.tool import Tool
+
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, BaseChatModelSetup):
+        name = resources.name_of(owner) if resources is not None else None
+        return "model", name or owner.model
+    if isinstance(owner, Tool):
+        return "tool", owner.name
+    return "call", signature

@@ -1,0 +1,543 @@
+"""The event log: every event of a run, and its actions and calls, as JSON lines.
+
+One file per host instance (a Flink subtask, or a local runner):
+``{baseLogDir}/events-{jobId}-{taskName}-{subtask}.log``, rotated by size. Each line is one
+record with ``record`` = ``event`` (an event sent: key, run id, event id, parent event id,
+type, the action that sent it, its duration and token usage, payload), ``action`` (an action
+execution), ``call`` (a model, tool or other durable call) or ``run`` (a run ended; its timestamp is
+its start). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
+
+The run thread only appends raw objects to a bounded queue; a writer thread turns them into
+JSON (redaction, truncation) and writes every ``event-log.flush-ms``. Writing is best
+effort: a full queue drops records, a failing disk (full, read-only) drops them too; both
+are counted (``eventLogDropped``, ``eventLogWriteErrors``) and warned about once, and the job
+goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic_core import to_json, to_jsonable_python
+
+from flink_agents.api.core_options import AgentConfiguration, ConfigOption, register_options
+from flink_agents.api.events.event import Event
+from flink_agents.plan.agent_plan import _SECRET_NAME
+from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.observability import RunInfo, RunObserver
+
+log = logging.getLogger("flink_agents.event_log")
+
+LEVELS = ("OFF", "STANDARD", "VERBOSE")
+
+
+def _level(value: Any) -> str:
+    level = str(value).strip().upper()
+    if level not in LEVELS:
+        raise ValueError(f"must be one of {', '.join(LEVELS)}")
+    return level
+
+
+class EventLogOptions:
+    """Options of the event log (upstream's names where Apache Flink Agents has them)."""
+
+    ENABLED: ConfigOption[bool] = ConfigOption(
+        key="event-log.enabled",
+        config_type=bool,
+        default=False,
+        description="write the event log (JSON lines per subtask) to baseLogDir",
+    )
+    BASE_LOG_DIR: ConfigOption[str | None] = ConfigOption(
+        key="baseLogDir",
+        config_type=str,
+        default=None,
+        description="directory of the event log files (default: <tmp>/flink-agents)",
+    )
+    LEVEL: ConfigOption[str] = ConfigOption(
+        key="event-log.level",
+        config_type=str,
+        parse=_level,
+        default="STANDARD",
+        description="default level of every event type: OFF, STANDARD (payload truncated) "
+        "or VERBOSE (full payload); per type: event-log.type.<event type>.level",
+    )
+    MAX_STRING_LENGTH: ConfigOption[int] = ConfigOption(
+        key="event-log.standard.max-string-length",
+        config_type=int,
+        default=2000,
+        description="at STANDARD level, longer strings of a payload are cut",
+    )
+    MAX_ARRAY_ELEMENTS: ConfigOption[int] = ConfigOption(
+        key="event-log.standard.max-array-elements",
+        config_type=int,
+        default=20,
+        description="at STANDARD level, longer lists of a payload are cut",
+    )
+    MAX_DEPTH: ConfigOption[int] = ConfigOption(
+        key="event-log.standard.max-depth",
+        config_type=int,
+        default=5,
+        description="at STANDARD level, deeper nesting of a payload is cut",
+    )
+    MAX_FILE_BYTES: ConfigOption[int] = ConfigOption(
+        key="event-log.rotation.max-file-bytes",
+        config_type=int,
+        default=100 * 1024 * 1024,
+        description="a log file is rotated (.1, .2, ...) when it grows past this size",
+    )
+    MAX_FILES: ConfigOption[int] = ConfigOption(
+        key="event-log.rotation.max-files",
+        config_type=int,
+        default=5,
+        description="rotated files kept per subtask (older ones are deleted)",
+    )
+    QUEUE_SIZE: ConfigOption[int] = ConfigOption(
+        key="event-log.queue-size",
+        config_type=int,
+        default=100_000,
+        description="records waiting for the writer thread; more are dropped and counted",
+    )
+    FLUSH_MS: ConfigOption[int] = ConfigOption(
+        key="event-log.flush-ms",
+        config_type=int,
+        default=200,
+        description="how often the writer thread writes what is queued (ms)",
+    )
+
+
+register_options(EventLogOptions)
+
+_TYPE_PREFIX = "event-log.type."
+
+
+def default_log_dir() -> str:
+    """``<system temp dir>/flink-agents`` (as upstream)."""
+    return os.path.join(tempfile.gettempdir(), "flink-agents")
+
+
+def _safe(part: Any) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(part))[:80]
+
+
+class _Limits:
+    def __init__(self, config: AgentConfiguration) -> None:
+        self.string = config.get(EventLogOptions.MAX_STRING_LENGTH)
+        self.array = config.get(EventLogOptions.MAX_ARRAY_ELEMENTS)
+        self.depth = config.get(EventLogOptions.MAX_DEPTH)
+
+
+def redact(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` (JSON form) with strings under secret-like keys (the plan's rule) and every
+    known secret value inside strings masked."""
+    return _clean(value, secrets, None, 0)[0]
+
+
+def truncate(value: Any, limits: _Limits) -> tuple[Any, bool]:
+    """``value`` cut to the STANDARD limits, and whether anything was cut."""
+    return _clean(value, (), limits, 0)
+
+
+def _clean(
+    value: Any, secrets: Sequence[str], limits: _Limits | None, depth: int
+) -> tuple[Any, bool]:
+    """One walk for both: redaction always, truncation when ``limits`` are given."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, "***")
+        if limits is not None and len(value) > limits.string:
+            return f"{value[: limits.string]}...[{len(value) - limits.string} more chars]", True
+        return value, False
+    if isinstance(value, dict):
+        if limits is not None and depth >= limits.depth:
+            return f"[dict nested deeper than {limits.depth}]", True
+        cut = False
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if isinstance(v, str) and v and isinstance(k, str) and _SECRET_NAME.search(k):
+                out[k] = "***"
+                continue
+            out[k], c = _clean(v, secrets, limits, depth + 1)
+            cut = cut or c
+        return out, cut
+    if isinstance(value, list):
+        if limits is not None and depth >= limits.depth:
+            return f"[list nested deeper than {limits.depth}]", True
+        cut = False
+        items = value if limits is None else value[: limits.array]
+        cleaned = []
+        for v in items:
+            item, c = _clean(v, secrets, limits, depth + 1)
+            cleaned.append(item)
+            cut = cut or c
+        if limits is not None and len(value) > limits.array:
+            cleaned.append(f"...[{len(value) - limits.array} more items]")
+            cut = True
+        return cleaned, cut
+    return value, False
+
+
+def _key(key: Any) -> Any:
+    return key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
+
+
+def _error(exc: BaseException | None) -> str | None:
+    return None if exc is None else f"{type(exc).__name__}: {exc}"
+
+
+class EventLogObserver(RunObserver):
+    """Queues what runs do for the :class:`_Writer`.
+
+    Args:
+        config: the agent configuration (event log options).
+        path: the log file.
+        secrets: secret values to mask (the plan's).
+        metrics: the agent metric group (for the drop and error counters).
+        ids: fields added to every record (``jobId``, ``subtask``).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfiguration,
+        path: str,
+        secrets: Sequence[str],
+        metrics: SimpleMetricGroup,
+        ids: Mapping[str, Any],
+    ) -> None:
+        self.config = config
+        self.default_level = config.get(EventLogOptions.LEVEL)
+        self._levels: dict[str, str] = {}
+        self._max = config.get(EventLogOptions.QUEUE_SIZE)
+        self.queue: deque[tuple[Any, ...]] = deque()
+        self.dropped = metrics.get_counter("eventLogDropped")
+        self._warned_drop = False
+        self.writer = _Writer(self, path, secrets, metrics, dict(ids))
+
+    def level_of(self, event_type: str) -> str:
+        """The level of an event type (``event-log.type.<type>.level``, else the default)."""
+        level = self._levels.get(event_type)
+        if level is None:
+            own = self.config.get_str(f"{_TYPE_PREFIX}{event_type}.level")
+            level = self._levels[event_type] = _level(own) if own else self.default_level
+        return level
+
+    def _put(self, item: tuple[Any, ...]) -> None:
+        if len(self.queue) >= self._max:
+            self.dropped.inc()
+            if not self._warned_drop:
+                self._warned_drop = True
+                log.warning(
+                    "event log queue full (%d records): records are dropped and counted in "
+                    "eventLogDropped; raise event-log.queue-size or lower event-log.level",
+                    self._max,
+                )
+            return
+        self.queue.append(item)
+
+    # -- observer ------------------------------------------------------------------------------
+    def events_sent(
+        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
+    ) -> None:
+        scratch = run.data.pop(id(self), None)
+        now = time.time()
+        for event in events:
+            level = self.level_of(event.type)
+            if level == "OFF":
+                continue
+            self._put(
+                (
+                    "event",
+                    run.key,
+                    run.run_id,
+                    now,
+                    event,
+                    None if parent is None else str(parent.id),
+                    action,
+                    level,
+                    scratch,
+                )
+            )
+
+    def action_finished(
+        self,
+        run: RunInfo,
+        action: str,
+        event: Event,
+        started: float,
+        seconds: float,
+        error: BaseException | None,
+        outcome: str | None,
+    ) -> None:
+        scratch = run.data.get(id(self))
+        if scratch is None:
+            scratch = run.data[id(self)] = {}
+        scratch["durationMs"] = round(seconds * 1000.0, 3)
+        self._put(
+            (
+                "action",
+                run.key,
+                run.run_id,
+                run.wall_time(started),
+                action,
+                str(event.id),
+                event.type,
+                seconds,
+                _error(error),
+                outcome,
+            )
+        )
+
+    def call_finished(
+        self,
+        run: RunInfo,
+        action: str,
+        kind: str,
+        name: str,
+        started: float,
+        seconds: float,
+        result: Any,
+        error: BaseException | None,
+        replayed: bool,
+    ) -> None:
+        usage = None
+        extra = getattr(result, "extra_args", None) if kind == "model" else None
+        if extra:
+            usage = extra.get("usage")
+            if usage:
+                scratch = run.data.get(id(self))
+                if scratch is None:
+                    scratch = run.data[id(self)] = {}
+                total = scratch.setdefault("usage", {})
+                prompt = int(usage.get("prompt_tokens") or 0)
+                completion = int(usage.get("completion_tokens") or 0)
+                total["prompt_tokens"] = total.get("prompt_tokens", 0) + prompt
+                total["completion_tokens"] = total.get("completion_tokens", 0) + completion
+                total["total_tokens"] = total.get("total_tokens", 0) + int(
+                    usage.get("total_tokens") or prompt + completion
+                )
+        self._put(
+            (
+                "call",
+                run.key,
+                run.run_id,
+                run.wall_time(started),
+                action,
+                kind,
+                name,
+                seconds,
+                usage,
+                _error(error),
+                replayed,
+            )
+        )
+
+    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
+        run.data.pop(id(self), None)
+        self._put(("run", run.key, run.run_id, run.started, seconds, _error(error)))
+
+    def close(self) -> None:
+        """Write what is queued and stop the writer thread."""
+        self.writer.close()
+
+
+class _Writer:
+    """The writer thread: formats queued records and appends them to the file."""
+
+    def __init__(
+        self,
+        observer: EventLogObserver,
+        path: str,
+        secrets: Sequence[str],
+        metrics: SimpleMetricGroup,
+        ids: dict[str, Any],
+    ) -> None:
+        config = observer.config
+        self.observer = observer
+        self.path = path
+        self.secrets = [s for s in secrets if isinstance(s, str) and s]
+        self.ids = ids
+        self.limits = _Limits(config)
+        self.max_bytes = config.get(EventLogOptions.MAX_FILE_BYTES)
+        self.max_files = config.get(EventLogOptions.MAX_FILES)
+        self.interval = config.get(EventLogOptions.FLUSH_MS) / 1000.0
+        self.errors = metrics.get_counter("eventLogWriteErrors")
+        self.written = metrics.get_counter("eventLogRecordsWritten")
+        self._warned = False
+        self._file: Any = None
+        self._size = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._loop, name="flink-agents-event-log", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.drain()
+        self.drain()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        with self._lock:
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                self._file = None
+
+    def drain(self) -> None:
+        """Format and write everything queued (best effort)."""
+        queue = self.observer.queue
+        if not queue:
+            return
+        with self._lock:
+            lines: list[bytes] = []
+            while queue:
+                item = queue.popleft()
+                try:
+                    lines.append(to_json(self._record(item), fallback=str))
+                except Exception as exc:  # noqa: BLE001 - a bad record must not stop the log
+                    error = {"record": "error", "error": _error(exc), **self.ids}
+                    lines.append(json.dumps(error, default=str).encode())
+            self._write(lines)
+
+    def _write(self, lines: list[bytes]) -> None:
+        data = b"\n".join(lines) + b"\n"
+        try:
+            if self._file is None:
+                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+                self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
+                self._size = self._file.tell()
+            if self._size and self._size + len(data) > self.max_bytes:
+                self._rotate()
+            self._file.write(data)
+            self._file.flush()
+            self._size += len(data)
+            self.written.inc(len(lines))
+        except OSError as exc:
+            self.errors.inc(len(lines))
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                self._file = None
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "cannot write the event log %s (%s); its records are dropped and counted "
+                    "in eventLogWriteErrors (the job goes on)",
+                    self.path,
+                    exc,
+                )
+
+    def _rotate(self) -> None:
+        self._file.close()
+        self._file = None
+        if self.max_files <= 0:
+            os.remove(self.path)
+        else:
+            oldest = f"{self.path}.{self.max_files}"
+            if os.path.exists(oldest):
+                os.remove(oldest)
+            for i in range(self.max_files - 1, 0, -1):
+                if os.path.exists(f"{self.path}.{i}"):
+                    os.replace(f"{self.path}.{i}", f"{self.path}.{i + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
+        self._size = 0
+
+    def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
+        kind = item[0]
+        base = {"record": kind, **self.ids, "key": _key(item[1]), "runId": item[2]}
+        if kind == "event":
+            _, _, _, ts, event, parent, action, level, scratch = item
+            payload = to_jsonable_python(event, fallback=str)
+            if isinstance(payload, dict):
+                for k in ("id", "type"):
+                    payload.pop(k, None)
+            payload, truncated = _clean(
+                payload, self.secrets, self.limits if level == "STANDARD" else None, 0
+            )
+            record = {
+                **base,
+                "timestamp": ts,
+                "eventId": str(event.id),
+                "parentEventId": parent,
+                "eventType": event.type,
+                "action": action,
+                "logLevel": level,
+            }
+            if scratch:
+                record.update(scratch)
+            record["payload"] = payload
+            if truncated:
+                record["truncated"] = True
+            return record
+        if kind == "action":
+            _, _, _, ts, action, event_id, event_type, seconds, error, outcome = item
+            return {
+                **base,
+                "timestamp": ts,
+                "action": action,
+                "eventId": event_id,
+                "eventType": event_type,
+                "durationMs": round(seconds * 1000.0, 3),
+                "error": redact(error, self.secrets),
+                "outcome": outcome,
+            }
+        if kind == "call":
+            _, _, _, ts, action, call_kind, name, seconds, usage, error, replayed = item
+            return {
+                **base,
+                "timestamp": ts,
+                "action": action,
+                "kind": call_kind,
+                "name": name,
+                "durationMs": round(seconds * 1000.0, 3),
+                "usage": usage,
+                "error": redact(error, self.secrets),
+                "replayed": replayed,
+            }
+        _, _, _, ts, seconds, error = item
+        return {
+            **base,
+            "timestamp": ts,
+            "durationMs": round(seconds * 1000.0, 3),
+            "status": "failed" if error else "ok",
+            "error": redact(error, self.secrets),
+        }
+
+
+def attach_event_log(
+    runner: Any, *, job_id: Any, task_name: Any, subtask: Any
+) -> EventLogObserver | None:
+    """Add an event log to ``runner`` (an ``AgentRunner``) when ``event-log.enabled``;
+    the runner closes it. Returns it, or None when the log is off."""
+    config: AgentConfiguration = runner.config
+    if not config.get(EventLogOptions.ENABLED):
+        return None
+    base = config.get(EventLogOptions.BASE_LOG_DIR) or default_log_dir()
+    name = f"events-{_safe(job_id)}-{_safe(task_name)}-{_safe(subtask)}.log"
+    secrets = [v for v in runner.plan.secrets.values() if isinstance(v, str)]
+    observer = EventLogObserver(
+        config,
+        os.path.join(base, name),
+        secrets,
+        runner.metrics,
+        {"jobId": str(job_id), "subtask": subtask},
+    )
+    runner.add_observer(observer, observer.close)
+    return observer
