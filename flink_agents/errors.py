@@ -21,6 +21,8 @@
      |    |    +-- UnknownToolError  the model called a tool that does not exist
      |    +-- OutputSchemaError      a model reply does not match the output schema
      |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
+     +-- TaskCancelledError          the Flink task was cancelled while its operator thread
+     |                               waited (in-flight gate, drain): the wait gave up
      +-- ClusterError                the local standalone cluster could not be started,
      |                               reached or stopped, or a job submission failed
      +-- CommandError                the ``flink-agents`` command ends with an error
@@ -118,6 +120,11 @@ class EventAttributeError(FlinkAgentsError, ValueError):
     Raised when the event is made and at ``set_attr``, as Apache Flink Agents validates
     event attributes (a ``ValueError``, like pydantic's validation errors there).
     """
+
+
+class TaskCancelledError(FlinkAgentsError):
+    """The Flink task was cancelled (or its slot closed) while the operator thread waited
+    for the agent's runs; the wait gave up so that the cancellation can finish."""
 
 
 class RuntimeFailure(FlinkAgentsError):
