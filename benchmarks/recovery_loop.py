@@ -9,7 +9,7 @@ outputs, memory and durable calls checked) ``--runs`` times, each in a fresh pyt
 Usage::
 
     .venv/bin/python benchmarks/recovery_loop.py [--runs 20] [--mode thread|process]
-        [-k EXPR]
+        [--backend hashmap|rocksdb|both] [-k EXPR]
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ def main() -> int:
         default="failure_and_restart",
         help="which recovery test (pytest -k; default: the failure-and-restart scenario)",
     )
+    parser.add_argument(
+        "--backend", choices=["hashmap", "rocksdb", "both"], default="hashmap", help="state backend"
+    )
     args = parser.parse_args()
+    if args.backend != "both":
+        args.k = f"({args.k}) and {args.backend}"
     env = {**os.environ, "FLINK_AGENTS_TEST_MODE": args.mode}
     passes, seconds = 0, []
     for run in range(1, args.runs + 1):
