@@ -56,6 +56,7 @@ __all__ = [
     "ClusterError",
     "ClusterStatus",
     "SubmitResult",
+    "client_workdir",
     "cluster_status",
     "pyflink_home",
     "start_cluster",
@@ -440,24 +441,53 @@ def cluster_status(workdir: str | os.PathLike[str]) -> ClusterStatus:
     return _status(workdir, int(state["port"]))
 
 
+def client_workdir() -> Path:
+    """A work directory with only a client configuration (JVM flags, this interpreter), for
+    ``flink run`` against a remote JobManager when no local cluster was started:
+    ``$FLINK_AGENTS_CLIENT_DIR`` or ``~/.flink-agents/client``."""
+    workdir = Path(
+        os.environ.get("FLINK_AGENTS_CLIENT_DIR") or Path.home() / ".flink-agents" / "client"
+    )
+    home = pyflink_home()
+    _write_config(
+        workdir,
+        home,
+        port=8081,
+        slots=1,
+        taskmanagers=1,
+        java_opts=JAVA_OPTS,
+        extra_config=None,
+    )
+    _link_lib(workdir, home)
+    return workdir
+
+
 def submit(
     job_file: str | os.PathLike[str],
     *,
-    workdir: str | os.PathLike[str],
+    workdir: str | os.PathLike[str] | None = None,
     args: list[str] | None = None,
     detached: bool = False,
     flink_args: list[str] | None = None,
     timeout: float = 600.0,
+    jobmanager: str | None = None,
+    from_savepoint: str | None = None,
+    parallelism: int | None = None,
 ) -> SubmitResult:
-    """Submit a PyFlink job file to the cluster of ``workdir`` with ``flink run -py``.
+    """Submit a PyFlink job file with ``flink run -py``: to the local cluster of
+    ``workdir``, or to the JobManager at ``jobmanager``.
 
     Args:
         job_file: the Python job (a script that builds the pipeline and calls execute()).
-        workdir: the cluster's work directory.
+        workdir: the local cluster's work directory; with ``jobmanager`` only its client
+            configuration is used (without either: :func:`client_workdir`).
         args: arguments for the job script.
         detached: return after submission instead of waiting for the job to end.
-        flink_args: more options for ``flink run`` (e.g. ``["-p", "2"]``).
+        flink_args: more options for ``flink run`` (e.g. ``["-Dkey=value"]``).
         timeout: seconds to wait for ``flink run``.
+        jobmanager: ``host:port`` of a JobManager's REST endpoint (``flink run -m``).
+        from_savepoint: a savepoint (or retained checkpoint) to start from (``-s``).
+        parallelism: the job's default parallelism (``-p``).
 
     Returns:
         The job id, exit status and output.
@@ -465,17 +495,32 @@ def submit(
     Raises:
         ClusterError: the cluster is down, or ``flink run`` failed (the message has its output).
     """
-    workdir = Path(workdir).resolve()
-    state = _read_state(workdir)
-    status = _status(workdir, int(state["port"]))
-    if not status.running:
-        raise ClusterError(f"the cluster in {workdir} is not running; start it first")
-    home = Path(state.get("pyflink") or pyflink_home())
+    extra = list(flink_args or [])
+    if jobmanager is not None:
+        from flink_agents.jobs import rest_url
+
+        rest_url(jobmanager)  # checks the form
+        extra += ["-m", jobmanager]
+        workdir = Path(workdir).resolve() if workdir is not None else client_workdir()
+        home = pyflink_home()
+    else:
+        if workdir is None:
+            raise ClusterError("submit needs a cluster work directory or a JobManager address")
+        workdir = Path(workdir).resolve()
+        state = _read_state(workdir)
+        status = _status(workdir, int(state["port"]))
+        if not status.running:
+            raise ClusterError(f"the cluster in {workdir} is not running; start it first")
+        home = Path(state.get("pyflink") or pyflink_home())
+    if from_savepoint is not None:
+        extra += ["-s", str(from_savepoint)]
+    if parallelism is not None:
+        extra += ["-p", str(parallelism)]
     job = Path(job_file).resolve()
     command = ["bash", str(home / "bin" / "flink"), "run"]
     if detached:
         command.append("-d")
-    command += [*(flink_args or []), "-py", str(job), *(args or [])]
+    command += [*extra, "-py", str(job), *(args or [])]
     started = time.perf_counter()
     proc = subprocess.run(
         command,

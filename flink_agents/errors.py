@@ -29,6 +29,8 @@
      |    +-- CallTimeoutError       a model, tool or action call ran past its timeout
      |                               (also a built-in TimeoutError)
      |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
+     +-- TaskCancelledError          the Flink task was cancelled while its operator thread
+     |                               waited (in-flight gate, drain): the wait gave up
      +-- ClusterError                the local standalone cluster could not be started,
      |                               reached or stopped, or a job submission failed
      +-- CommandError                the ``flink-agents`` command ends with an error
@@ -188,6 +190,11 @@ class YamlError(FlinkAgentsError, ValueError):
                 f"  {p}" for p in self.problems
             )
         super().__init__(text)
+
+
+class TaskCancelledError(FlinkAgentsError):
+    """The Flink task was cancelled (or its slot closed) while the operator thread waited
+    for the agent's runs; the wait gave up so that the cancellation can finish."""
 
 
 class RuntimeFailure(FlinkAgentsError):

@@ -22,7 +22,8 @@ def _no_inherited_gateway_block():
 
 @pytest.fixture(scope="session")
 def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One local standalone cluster (1 TaskManager, 2 slots) for the tests that submit jobs
+    """One local standalone cluster (1 TaskManager, 3 slots: an operations test rescales to
+    3) for the tests that submit jobs
     to a cluster, started on first use and stopped at the end of the session (starting one
     takes 13-22 s). Yields its work directory (``submit(..., workdir=...)``,
     ``flink-agents submit ... --cluster DIR``)."""
@@ -37,7 +38,7 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     start_cluster(
         workdir,
         port=free_port(),
-        slots=2,
+        slots=3,
         extra_config={
             "metrics.reporter.prom.factory.class": (
                 "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"

@@ -9,7 +9,9 @@ Commands::
                                  [--batch-size N] [--no-progress]
     flink-agents cluster start|stop|status [--workdir DIR] [--port P] [--slots N]
                                           [--taskmanagers N] [--flink-config key=value ...]
-    flink-agents submit job.py [--cluster DIR] [--detached] [-p N] [job arguments ...]
+    flink-agents submit job.py [--cluster DIR | --jobmanager host:port] [--detached] [-p N]
+                               [--from-savepoint PATH] [job arguments ...]
+    flink-agents stop JOB_ID --savepoint DIR [--jobmanager host:port | --cluster DIR]
     flink-agents sql -f script.sql | -e 'statements' [--jobmanager host:port]  (sql/cli.py)
 
 ``module:attr`` names the agent: an :class:`~flink_agents.api.agents.agent.Agent` instance,

@@ -83,19 +83,23 @@ def cmd_submit(args: argparse.Namespace) -> None:
         raise UsageError(f"job file {args.job!r} must be a Python file (.py)")
     from flink_agents import cluster
 
-    flink_args = list(args.flink_arg)
-    if args.parallelism is not None:
-        if args.parallelism < 1:
-            raise UsageError(f"--parallelism must be >= 1, got {args.parallelism}")
-        flink_args += ["-p", str(args.parallelism)]
-    job_args = list(args.job_args)
+    if args.parallelism is not None and args.parallelism < 1:
+        raise UsageError(f"--parallelism must be >= 1, got {args.parallelism}")
+    if args.jobmanager is not None:
+        _check_jobmanager(args.jobmanager)
+        workdir = args.cluster  # its client configuration only, if given
+    else:
+        workdir = args.cluster or default_cluster_dir()
     result = _call(
         cluster.submit,
         str(job),
-        workdir=args.cluster or default_cluster_dir(),
-        args=job_args,
+        workdir=workdir,
+        args=list(args.job_args),
         detached=args.detached,
-        flink_args=flink_args,
+        flink_args=list(args.flink_arg),
+        jobmanager=args.jobmanager,
+        from_savepoint=args.from_savepoint,
+        parallelism=args.parallelism,
     )
     if result.output:
         print(result.output)
@@ -104,3 +108,39 @@ def cmd_submit(args: argparse.Namespace) -> None:
         f"job {result.job_id or '(id not printed)'} {state} in {result.seconds:.1f}s",
         file=sys.stderr,
     )
+
+
+def _check_jobmanager(address: str) -> None:
+    from flink_agents.jobs import rest_url
+
+    try:
+        rest_url(address)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_stop(args: argparse.Namespace) -> None:
+    """``flink-agents stop JOB_ID --savepoint DIR``: stop a job with a savepoint through the
+    JobManager's REST API; prints ``{"job_id", "savepoint", "state"}`` as JSON."""
+    from flink_agents import cluster, jobs
+
+    if args.jobmanager is not None:
+        _check_jobmanager(args.jobmanager)
+        jobmanager = args.jobmanager
+    else:
+        workdir = Path(args.cluster or default_cluster_dir())
+        status = _call(cluster.cluster_status, workdir)
+        if not status.running:
+            raise CommandFailure(f"the cluster in {workdir} is not running")
+        jobmanager = status.rest_url
+    print(f"stopping job {args.job_id} with a savepoint ...", file=sys.stderr)
+    location = _call(
+        jobs.stop_job,
+        jobmanager,
+        args.job_id,
+        args.savepoint if "://" in args.savepoint else str(Path(args.savepoint).resolve()),
+        drain=args.drain,
+        timeout=args.timeout,
+    )
+    state = _call(jobs.wait_for_state, jobmanager, args.job_id, timeout=60.0)
+    print(json.dumps({"job_id": args.job_id, "savepoint": location, "state": state}, indent=2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from flink_agents.cli._cluster import CLUSTER_DIR_ENV, cmd_cluster, cmd_submit
+from flink_agents.cli._cluster import CLUSTER_DIR_ENV, cmd_cluster, cmd_stop, cmd_submit
 from flink_agents.cli._run import cmd_plan, cmd_run
 
 
@@ -94,6 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--detached", action="store_true", help="do not wait for the job")
     submit.add_argument("-p", "--parallelism", type=int, help="the job's parallelism")
     submit.add_argument(
+        "--jobmanager",
+        "-m",
+        metavar="HOST:PORT",
+        help="a JobManager's REST address (a remote cluster) instead of the local cluster",
+    )
+    submit.add_argument(
+        "--from-savepoint",
+        "-s",
+        metavar="PATH",
+        help="start from this savepoint (from `flink-agents stop --savepoint`)",
+    )
+    submit.add_argument(
         "--flink-arg",
         action="append",
         default=[],
@@ -107,6 +119,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="arguments of the job; put them after `--` when they start with a dash",
     )
     submit.set_defaults(handler=cmd_submit)
+
+    stop = commands.add_parser(
+        "stop", parents=[common], help="stop a job with a savepoint (for an upgrade)"
+    )
+    stop.add_argument("job_id", metavar="JOB_ID", help="the Flink job id")
+    stop.add_argument(
+        "--savepoint", required=True, metavar="DIR", help="the directory the savepoint goes to"
+    )
+    stop.add_argument("--jobmanager", "-m", metavar="HOST:PORT", help="a JobManager's REST address")
+    stop.add_argument(
+        "--cluster",
+        metavar="WORKDIR",
+        help="the local cluster's workdir, when no --jobmanager is given (same default)",
+    )
+    stop.add_argument(
+        "--drain",
+        action="store_true",
+        help="emit the final watermark first (ends the job for good; not for upgrades)",
+    )
+    stop.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for the savepoint (300)"
+    )
+    stop.set_defaults(handler=cmd_stop)
 
     from flink_agents.cli import _trace
 

@@ -469,3 +469,22 @@ def test_cluster_start_rejects_bad_numbers(tmp_path):
     proc = cli("cluster", "start", "--workdir", str(tmp_path), "--slots", "0")
     assert_usage_error(proc, "--slots must be >= 1")
     assert not (tmp_path / "cluster.json").exists()
+
+
+def test_stop_and_remote_submit_check_their_arguments(tmp_path) -> None:
+    """A JobManager address is host:port; a JobManager nobody answers at is a failure
+    that names it (exit 1), not a traceback."""
+    job = tmp_path / "job.py"
+    job.write_text("print('never run')\n", encoding="utf-8")
+    assert_usage_error(
+        cli("submit", str(job), "--jobmanager", "no-port", cwd=tmp_path), "host:port"
+    )
+    assert_usage_error(
+        cli("stop", "0" * 32, "--savepoint", str(tmp_path), "--jobmanager", "a:b"), "host:port"
+    )
+    from tests.ports import free_port
+
+    down = f"127.0.0.1:{free_port()}"
+    proc = cli("stop", "0" * 32, "--savepoint", str(tmp_path), "--jobmanager", down)
+    assert proc.returncode == 1, proc.stderr
+    assert "cannot be reached" in proc.stderr and "Traceback" not in proc.stderr

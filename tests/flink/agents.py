@@ -347,3 +347,65 @@ def call_once_agent() -> Agent:
     agent = Agent()
     agent.add_action("call_once", InputEvent, call_once)
     return agent
+
+
+# -- operations (tests/flink/ops_job.py): memory, logged model calls, runs held in flight -------
+def remember_logged(event: InputEvent, ctx: RunnerContext) -> None:
+    """:func:`remember`, with the calls file and how long to hold the run after its call;
+    logs each run's start to ``<calls file>.started``."""
+    record = event.input
+    calls = ctx.config.get("test.calls_file")
+    with open(calls + ".started", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"i": record["i"], "t": time.time()}) + "\n")
+    memory = ctx.short_term_memory
+    count = (memory.get("count") or 0) + 1
+    memory.set("count", count)
+    seen = [*(memory.get("seen") or []), record["i"]]
+    memory.set("seen", seen)
+    doc = {
+        "key": record["key"],
+        "i": record["i"],
+        "count": count,
+        "seen": seen,
+        "hold": record.get("hold", 0),
+        "calls": calls,
+    }
+    ctx.send_event(
+        ChatRequestEvent(
+            model="model",
+            messages=[ChatMessage(role=MessageRole.USER, content=json.dumps(doc))],
+        )
+    )
+
+
+def logged_echo(messages: list[ChatMessage], tools: Any) -> str:
+    """Echo that appends each completed call (``{"i", "t", "pid"}``) to the calls file."""
+    doc = json.loads(messages[-1].content)
+    with open(doc.pop("calls"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"i": doc["i"], "t": time.time(), "pid": os.getpid()}) + "\n")
+    return json.dumps(doc)
+
+
+async def answer_held(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+    """:func:`answer` after the input's ``hold`` seconds: the run stays in flight (pending,
+    with its call's durable record) after its call."""
+    doc = json.loads(event.response.content)
+    await asyncio.sleep(doc.pop("hold"))
+    ctx.send_event(OutputEvent(output=doc))
+
+
+def ops_agent(latency: float) -> Agent:
+    """Outputs ``{key, i, count, seen}``; every completed model call is logged."""
+    agent = Agent()
+    agent.add_action("remember", InputEvent, remember_logged)
+    agent.add_action("answer", ChatResponseEvent, answer_held)
+    agent.add_resource(
+        "conn",
+        ResourceDescriptor(
+            clazz=ScriptedChatModelConnection,
+            respond="tests.flink.agents:logged_echo",
+            latency=latency,
+        ),
+    )
+    agent.add_resource("model", ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn"))
+    return agent

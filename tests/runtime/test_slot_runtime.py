@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
+
+import pytest
 
 from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.errors import TaskCancelledError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink.slot import Item, KeyWork, SlotRuntime
 from tests.flink.agents import chat_agent
@@ -37,3 +41,76 @@ def test_close_after_runs_stops_the_loop_and_the_call_threads() -> None:
     while len(_calls_threads()) > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(_calls_threads()) == before
+
+
+def _hung_slot(cancelled: threading.Event, max_in_flight: int = 1) -> tuple[SlotRuntime, KeyWork]:
+    """A slot whose only place in flight is taken by a run whose model never answers."""
+    config = AgentConfiguration()
+    config.set_str("max-in-flight", str(max_in_flight))
+    plan = AgentPlan.from_agent(chat_agent(latency=100000), config)
+    slot = SlotRuntime(plan, cancelled=cancelled.is_set)
+    work = KeyWork("k", {})
+    work.queue.append(Item("1", 0, {"key": "k", "i": 1}))
+    work.running = True
+    slot.acquire()
+    assert not slot.start_and_settle(work)  # really waits: on the model
+    return slot, work
+
+
+def _raises_when_cancelled(wait: Any, cancelled: threading.Event) -> float:
+    """Seconds between setting ``cancelled`` and ``wait()`` raising TaskCancelledError."""
+    outcome: list[Any] = []
+
+    def waiter() -> None:
+        try:
+            wait()
+            outcome.append("returned")
+        except TaskCancelledError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.5)
+    assert thread.is_alive() and not outcome, "the wait did not block"
+    started = time.monotonic()
+    cancelled.set()
+    thread.join(5)
+    took = time.monotonic() - started
+    assert outcome and isinstance(outcome[0], TaskCancelledError), outcome
+    assert "cancelled" in str(outcome[0])
+    return took
+
+
+def test_a_full_gate_gives_up_when_the_task_is_cancelled() -> None:
+    cancelled = threading.Event()
+    slot, work = _hung_slot(cancelled)
+    took = _raises_when_cancelled(slot.acquire, cancelled)
+    assert took < 1.0
+    # The hung run was cancelled with the slot: its loop thread ends.
+    slot._thread.join(5)
+    assert not slot._thread.is_alive()
+    assert work.idle
+
+
+def test_the_drain_gives_up_when_the_task_is_cancelled() -> None:
+    cancelled = threading.Event()
+    slot, work = _hung_slot(cancelled, max_in_flight=2)
+    took = _raises_when_cancelled(
+        lambda: slot.wait_for(work.wait_idle, "the key's runs to finish (drain)"), cancelled
+    )
+    assert took < 1.0
+    slot._thread.join(5)
+    assert not slot._thread.is_alive()
+
+
+def test_cancel_stops_the_runs_of_a_slot() -> None:
+    """What close() does when keys still have work (a stop or cancel, not the end of input):
+    the runs end without finishing and the loop thread with them."""
+    slot, work = _hung_slot(threading.Event())
+    slot.cancel()
+    assert work.wait_idle(5)
+    slot._thread.join(5)
+    assert not slot._thread.is_alive()
+    assert work.take_results() == []
+    with pytest.raises(TaskCancelledError):
+        slot.check_cancelled("anything")

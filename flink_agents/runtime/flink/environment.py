@@ -38,6 +38,7 @@ from flink_agents.api.agents.agent import Agent
 from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
+from flink_agents.errors import ConfigurationError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.approval import plan_needs_approval
 from flink_agents.runtime.flink import _pyflink_internals as internals
@@ -224,6 +225,7 @@ class FlinkAgentBuilder(AgentBuilder):
         self._key_selector = key_selector
         self._plan: AgentPlan | None = None
         self._output: DataStream | None = None
+        self._uid = ""
 
     @property
     def plan(self) -> AgentPlan:
@@ -232,7 +234,18 @@ class FlinkAgentBuilder(AgentBuilder):
             raise RuntimeError("call apply(agent) first")
         return self._plan
 
-    def apply(self, agent: Agent | str) -> FlinkAgentBuilder:
+    def apply(self, agent: Agent | str, *, uid: str | None = None) -> FlinkAgentBuilder:
+        """Run ``agent`` on this input.
+
+        Args:
+            agent: the agent, or the name of one loaded with ``load_yaml``.
+            uid: the Flink ``uid`` of the agent's operator (the one that holds its keyed
+                state); its output operator gets ``<uid>-output``. By default
+                ``flink-agents-<agent class name>`` (``-2``, ``-3``... for further agents of
+                the same class in the job). A savepoint is restored into operators by uid:
+                keep it when you change the job, and pass one explicitly when the agent's
+                class may be renamed.
+        """
         if self._plan is not None:
             raise RuntimeError("apply() was already called on this input; call from_* again")
         agent = self._env._agent_to_apply(agent)  # an agent loaded with load_yaml, by name
@@ -258,6 +271,7 @@ class FlinkAgentBuilder(AgentBuilder):
         # missing from the jars is reported per call at run time, as a clear error the
         # strategy handles, so one bad resource does not stop the others.)
         check_java_resources(plan, self._env.execution_mode())
+        self._uid = self._env.operator_uid(uid, type(agent).__name__)
         self._plan = plan
         return self
 
@@ -297,8 +311,10 @@ class FlinkAgentBuilder(AgentBuilder):
             key_of=key_of,
         )
         keyed = self._stream.key_by(selector)
-        return keyed_process(keyed, function, output_type, self._env.execution_mode()).name(
-            "flink-agents"
+        return (
+            keyed_process(keyed, function, output_type, self._env.execution_mode())
+            .name("flink-agents")
+            .uid(self._uid)
         )
 
     def _timestamp_operator(self, carry: bool) -> Any:
@@ -330,18 +346,26 @@ class FlinkAgentBuilder(AgentBuilder):
             pickled = Types.PICKLED_BYTE_ARRAY()
             outputs = internals.transform(
                 pairs, "flink-agents-output", pickled.get_java_type_info(), operator
-            )
+            ).uid(f"{self._uid}-output")
             if isinstance(output_type, RowTypeInfo):
-                outputs = outputs.map(_to_row(output_type), output_type=output_type)
+                outputs = outputs.map(_to_row(output_type), output_type=output_type).uid(
+                    f"{self._uid}-typed"
+                )
             elif output_type is not None and not isinstance(output_type, PickledBytesTypeInfo):
-                outputs = outputs.map(lambda out: out, output_type=output_type)
+                outputs = outputs.map(lambda out: out, output_type=output_type).uid(
+                    f"{self._uid}-typed"
+                )
             self._output = outputs
             return outputs
         pairs = self._pairs(Types.PICKLED_BYTE_ARRAY())
         if carry_timestamps:
-            pairs = pairs.assign_timestamps_and_watermarks(
-                WatermarkStrategy.no_watermarks().with_timestamp_assigner(_CarriedTimestamp())
-            ).name("flink-agents-timestamps")
+            pairs = (
+                pairs.assign_timestamps_and_watermarks(
+                    WatermarkStrategy.no_watermarks().with_timestamp_assigner(_CarriedTimestamp())
+                )
+                .name("flink-agents-timestamps")
+                .uid(f"{self._uid}-timestamps")
+            )
         if isinstance(output_type, RowTypeInfo):
             convert = _to_row(output_type)
             out = pairs.map(lambda pair: convert(pair[1]), output_type=output_type)
@@ -349,7 +373,7 @@ class FlinkAgentBuilder(AgentBuilder):
             out = pairs.map(
                 lambda pair: pair[1], output_type=output_type or Types.PICKLED_BYTE_ARRAY()
             )
-        self._output = out.name("flink-agents-output")
+        self._output = out.name("flink-agents-output").uid(f"{self._uid}-output")
         return self._output
 
     def to_table(self, schema: Any, output_type: TypeInformation) -> Any:
@@ -384,6 +408,7 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self._env = env
         self._t_env = t_env
         self._jars_added = False
+        self._uids: set[str] = set()
         # PyFlink fixes a Python operator's execution mode when the operator is created:
         # set it now, so that operators built on ``env`` from here on (e.g. a map before
         # ``from_datastream``) run in the agents' mode too instead of in PyFlink's default
@@ -405,6 +430,28 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
 
             self._t_env = StreamTableEnvironment.create(self._env)
         return self._t_env
+
+    def operator_uid(self, uid: str | None, agent_name: str) -> str:
+        """The uid for the operators of an agent applied in this job: ``uid`` if given
+        (unique in the job), else ``flink-agents-<agent_name>`` with ``-2``, ``-3``... for
+        further agents of that name."""
+        if uid is not None:
+            if not isinstance(uid, str) or not uid.strip():
+                raise ConfigurationError(f"uid must be a non-empty string, got {uid!r}")
+            if uid in self._uids:
+                raise ConfigurationError(
+                    f"uid {uid!r} is already used by another agent of this job: give each "
+                    "agent its own uid"
+                )
+            self._uids.add(uid)
+            return uid
+        base = f"flink-agents-{agent_name}"
+        candidate, n = base, 1
+        while candidate in self._uids:
+            n += 1
+            candidate = f"{base}-{n}"
+        self._uids.add(candidate)
+        return candidate
 
     # -- inputs ----------------------------------------------------------------------------------
     def from_datastream(

@@ -50,6 +50,18 @@ _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
 
 
+def _java_interrupt_check() -> Callable[[], bool] | None:
+    """Thread mode: a check of the Java task thread's interrupt flag, which Flink sets when
+    it cancels the task (the operator thread is that thread); None in process mode, where
+    a cancelled task's Python worker process is stopped by Flink."""
+    try:
+        from pemja import findClass  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    thread = findClass("java.lang.Thread")
+    return lambda: bool(thread.currentThread().isInterrupted())
+
+
 class AgentProcessFunction(KeyedProcessFunction):
     """Runs ``plan_json`` per key; emits ``(timestamp code, output)`` pairs.
 
@@ -111,7 +123,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         internals.check_version()
         plan = AgentPlan.model_validate_json(self._plan_json).with_secrets(self._secrets)
         config = plan.get_config()
-        slot = SlotRuntime(plan)
+        slot = SlotRuntime(plan, cancelled=_java_interrupt_check())
         # Java resources: bind the pemja bridge to this job's classloader. Must run on the
         # operator thread (pemja's findClass fails on other Python threads); a no-op in
         # process mode. Plans without Java resources do not need the bridge jar.
@@ -207,7 +219,19 @@ class AgentProcessFunction(KeyedProcessFunction):
                 "durable call records were saved at timers only",
             )
         if self.slot is not None:
-            self.slot.close()
+            if self._active:
+                # Keys with uncommitted work at close(): the task is stopped (a savepoint
+                # stop, a cancel, a failover), not drained (the drain timer commits every
+                # key at the end of input). Nothing of those runs will be committed and a
+                # restore runs them again, so they are stopped now: a call finishing after
+                # the last barrier would only be made twice.
+                log.info(
+                    "closing with work of %d key(s) in flight: stopping its runs",
+                    len(self._active),
+                )
+                self.slot.cancel()
+            else:
+                self.slot.close()
 
     # -- fast paths ------------------------------------------------------------------------------
     def note_fast_path(self, path: str, engaged: bool, detail: str, *, warn: bool = True) -> None:
@@ -443,12 +467,19 @@ class AgentProcessFunction(KeyedProcessFunction):
         if drain:
             metrics = self.metrics
             if metrics is None:
-                work.wait_idle()
+                slot.wait_for(work.wait_idle, "the key's runs to finish (drain)")
             else:
                 # The operator thread waits here for the key's last run: runs of other keys
                 # that end meanwhile still reach Flink's metrics.
-                while not work.wait_idle(metrics.interval or 0.5):
+                interval = metrics.interval or 0.5
+
+                def idle(timeout: float) -> bool:
+                    if work.wait_idle(min(timeout, interval)):
+                        return True
                     metrics.publish()
+                    return False
+
+                slot.wait_for(idle, "the key's runs to finish (drain)")
         elif timestamp == work.timer_at:
             work.timer_at = None
         done = work.take_results()

@@ -16,10 +16,12 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from flink_agents.api.core_options import AgentExecutionOptions
+from flink_agents.errors import TaskCancelledError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, DurableRecord, RunResult
 from flink_agents.runtime.flink import gated_loop
@@ -31,6 +33,11 @@ log = logging.getLogger("flink_agents.runtime.flink")
 #: runs right after it); one more hop leaves room for an ``await asyncio.sleep(0)`` in user
 #: code. Each hop costs a loop iteration with a select call.
 _SETTLE_HOPS = 1
+
+#: Longest time the operator thread blocks at once (in-flight gate, drain, loop gate) before
+#: it checks whether its task was cancelled (seconds): a hung model call must not hold a
+#: cancellation up (Flink kills the whole TaskManager when a task does not stop in time).
+WAIT_SLICE = 0.2
 
 
 @dataclass
@@ -229,10 +236,14 @@ class SlotRuntime:
 
     Args:
         plan: the agent plan (with its secrets attached).
+        cancelled: asked (on the operator thread) between slices of a wait whether the task
+            was cancelled; thread mode passes a check of the Java task thread's interrupt
+            flag (Flink interrupts the task thread when it cancels the task).
     """
 
-    def __init__(self, plan: AgentPlan) -> None:
+    def __init__(self, plan: AgentPlan, cancelled: Callable[[], bool] | None = None) -> None:
         config = plan.get_config()
+        self._cancel_check = cancelled
         self.max_in_flight: int = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)
         # The runner owns the pool for blocking calls (and shuts it down in close()).
         self.runner = AgentRunner(plan)
@@ -254,8 +265,53 @@ class SlotRuntime:
         self._running_chains = 0
         self._close_requested = False
         self._closed = False
+        self._cancelled = False
         #: Smoothed duration of a run (seconds), to choose processing-time timer delays.
         self.run_seconds = 0.05
+
+    # -- cancellation ------------------------------------------------------------------------
+    def check_cancelled(self, waiting_for: str) -> None:
+        """Raise :class:`TaskCancelledError` if the task was cancelled or the slot closed
+        while the operator thread waits for ``waiting_for``; called between wait slices.
+
+        On cancellation the slot cancels its runs (their tasks, and calls not started in
+        the pool) so that its loop thread ends too.
+        """
+        if not self._cancelled:
+            if not (self._closed or (self._cancel_check is not None and self._cancel_check())):
+                return
+            self.cancel()
+        raise TaskCancelledError(
+            f"the Flink task was cancelled while the agent operator waited for {waiting_for}"
+        )
+
+    def cancel(self) -> None:
+        """Stop every run of the slot and shut it down (the task is cancelled: nothing will
+        be committed). Calls already running in the pool's threads cannot be stopped; they
+        end on their own and their results are dropped."""
+        if self._cancelled:
+            return
+        self._cancelled = True
+        log.info("flink-agents slot cancelled: stopping its runs")
+        # No lock: the caller may hold it (acquire); a chain ending reads the flag after it.
+        self._close_requested = True
+        try:
+            self.loop.call_soon_threadsafe(self._cancel_tasks)
+        except RuntimeError:  # the loop is closed already
+            pass
+
+    def _cancel_tasks(self) -> None:
+        tasks = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if not tasks:
+            self._shutdown()
+
+    def wait_for(self, wait: Callable[[float], bool], waiting_for: str) -> None:
+        """Call ``wait(WAIT_SLICE)`` (True when what it waits for happened) until it
+        returns True, checking for cancellation between slices."""
+        while not wait(WAIT_SLICE):
+            self.check_cancelled(waiting_for)
 
     # -- the in-flight gate ------------------------------------------------------------------
     def acquire(self) -> None:
@@ -263,7 +319,8 @@ class SlotRuntime:
 
         Blocking here is the backpressure: the operator stops taking input. It cannot
         deadlock, because runs finish on the loop thread without the operator thread; their
-        results wait for their keys' timers, which fire once this returns.
+        results wait for their keys' timers, which fire once this returns. The wait is
+        sliced: a cancelled task raises :class:`TaskCancelledError` within ``WAIT_SLICE``.
         """
         with self._lock:
             if self._in_flight < self.max_in_flight:
@@ -272,7 +329,8 @@ class SlotRuntime:
             self._waiting += 1
             try:
                 while self._in_flight >= self.max_in_flight:
-                    self._cond.wait()
+                    if not self._cond.wait(WAIT_SLICE):
+                        self.check_cancelled("a free in-flight place (max-in-flight)")
             finally:
                 self._waiting -= 1
             self._in_flight += 1
@@ -327,17 +385,25 @@ class SlotRuntime:
         self._count_chain()
         loop = self.loop
         if isinstance(loop, gated_loop.GatedLoop):
-            # Run the first steps here, on the operator thread (see gated_loop).
-            with loop.gate:
+            # Run the first steps here, on the operator thread (see gated_loop). The loop
+            # thread holds the gate only for an iteration; an action that blocks the loop
+            # would hold it for good, so the wait is sliced.
+            gate = loop.gate
+            if not gate.acquire(True, WAIT_SLICE):
+                self.wait_for(lambda t: gate.acquire(True, t), "the slot's event loop")
+            try:
                 task = loop.create_task(self._chain(work))
                 loop.run_borrowed(task, _SETTLE_HOPS + 1)
+            finally:
+                gate.release()
             return work.idle
         # A bare lock is the cheapest cross-thread signal (cheaper than an Event): the loop
         # thread releases it.
         settled = threading.Lock()
         settled.acquire()
         self.loop.call_soon_threadsafe(self._spawn, work, settled)
-        settled.acquire()
+        if not settled.acquire(True, WAIT_SLICE):
+            self.wait_for(lambda t: settled.acquire(True, t), "a run's first steps")
         return work.idle
 
     def _spawn(self, work: KeyWork, settled: Any) -> None:
@@ -396,6 +462,14 @@ class SlotRuntime:
                         work.failed = True
                     work.results.append((item, outcome))
                 self._release(time.monotonic() - started)
+        except asyncio.CancelledError:
+            # The slot was cancelled (cancel()): the chain stops where it is; nothing of it
+            # will be committed, a restore runs its inputs again.
+            with work.lock:
+                work.queue.clear()
+                work.running = False
+                work.set_idle()
+            raise
         finally:
             with self._lock:
                 self._running_chains -= 1
