@@ -89,7 +89,7 @@ def dumps(value: Any) -> bytes:
     except pickle.PicklingError:
         import cloudpickle
 
-        return cloudpickle.dumps(value)  # type: ignore[no-any-return]
+        return cloudpickle.dumps(value)
 
 
 def _path(obj: Any) -> str:
@@ -114,13 +114,13 @@ class FunctionRef(BaseModel):
     def resolve(self) -> Callable[..., Any]:
         """Import the function back (or load it, when it is stored by value)."""
         if self.pickled is not None:
-            return load_by_value(self.pickled)  # type: ignore[no-any-return]
+            return load_by_value(self.pickled)
         obj: Any = importlib.import_module(self.module)
         for part in self.qualname.split("."):
             obj = getattr(obj, part)
         if isinstance(obj, staticmethod):
             obj = obj.__func__
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     def __str__(self) -> str:
         return f"{self.module}:{self.qualname}"

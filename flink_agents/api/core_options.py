@@ -218,7 +218,7 @@ class ConfigOption(Generic[_T]):
         ):
             # The earlier positional order (key, default, parse, description, check): the
             # second argument is a value, not a type, or the third one is the parser.
-            config_type, default, parse, description, check = (  # type: ignore[assignment]
+            config_type, default, parse, description, check = (
                 None,
                 config_type,
                 default,
@@ -265,7 +265,7 @@ class ConfigOption(Generic[_T]):
             raise ConfigurationError(
                 f"invalid value {value!r} for option {self.key!r}: {problem}. {self.description}"
             )
-        return typed  # type: ignore[no-any-return]
+        return typed
 
     def __repr__(self) -> str:
         return f"ConfigOption({self.key!r}, default={self.default!r})"

@@ -53,7 +53,7 @@ def action(*events: type[Event] | str, **config: Any) -> Callable[[_F], _F]:
     """
 
     def decorate(func: _F) -> _F:
-        return _mark(func, ACTION_ATTR, ActionMarker(events=tuple(events), config=dict(config)))  # type: ignore[no-any-return]
+        return _mark(func, ACTION_ATTR, ActionMarker(events=tuple(events), config=dict(config)))
 
     if len(events) == 1 and callable(events[0]) and not isinstance(events[0], type):
         raise TypeError("@action needs the event types to listen to: use @action(InputEvent)")
@@ -84,56 +84,56 @@ def tool(
         options["timeout"] = timeout
 
     def decorate(f: _F) -> _F:
-        return _mark(f, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL, options))  # type: ignore[no-any-return]
+        return _mark(f, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL, options))
 
     return decorate if func is None else decorate(func)
 
 
 def prompt(func: _F) -> _F:
     """Mark a function returning a :class:`Prompt`; the method name is the resource name."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.PROMPT))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.PROMPT))
 
 
 def chat_model_connection(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of a chat model connection."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL_CONNECTION))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL_CONNECTION))
 
 
 def chat_model_setup(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of a chat model setup."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.CHAT_MODEL))
 
 
 def embedding_model_connection(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an embedding connection."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL_CONNECTION))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL_CONNECTION))
 
 
 def embedding_model_setup(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an embedding model setup."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.EMBEDDING_MODEL))
 
 
 def vector_store(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of a vector store."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.VECTOR_STORE))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.VECTOR_STORE))
 
 
 def mcp_server(func: _F) -> _F:
     """Mark a function returning the ``ResourceDescriptor`` of an MCP server."""
-    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.MCP_SERVER))  # type: ignore[no-any-return]
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.MCP_SERVER))
 
 
 def model_interceptor(func: _F) -> _F:
     """Mark a static method ``(request, call_next) -> reply`` as a model interceptor of the
     agent (see :mod:`flink_agents.api.interceptors`); the method name is its name."""
-    return _mark(func, INTERCEPTOR_ATTR, "model")  # type: ignore[no-any-return]
+    return _mark(func, INTERCEPTOR_ATTR, "model")
 
 
 def tool_interceptor(func: _F) -> _F:
     """Mark a static method ``(request, call_next) -> result`` as a tool interceptor of the
     agent (see :mod:`flink_agents.api.interceptors`); the method name is its name."""
-    return _mark(func, INTERCEPTOR_ATTR, "tool")  # type: ignore[no-any-return]
+    return _mark(func, INTERCEPTOR_ATTR, "tool")
 
 
 def hook(point: str) -> Callable[[_F], _F]:
@@ -144,6 +144,6 @@ def hook(point: str) -> Callable[[_F], _F]:
         raise TypeError('@hook needs the point to run at: use @hook("before_model")')
 
     def decorate(func: _F) -> _F:
-        return _mark(func, HOOK_ATTR, str(getattr(point, "value", point)))  # type: ignore[no-any-return]
+        return _mark(func, HOOK_ATTR, str(getattr(point, "value", point)))
 
     return decorate

@@ -94,7 +94,7 @@ class ModelInterceptor:
 
     async def intercept(self, request: ModelCallRequest, call_next: CallNext) -> ChatMessage:
         """Return the model's reply for ``request`` (default: ``call_next(request)``)."""
-        return await call_next(request)  # type: ignore[no-any-return]
+        return await call_next(request)
 
 
 class ToolInterceptor:

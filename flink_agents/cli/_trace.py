@@ -12,7 +12,7 @@ from flink_agents.runtime.observability.trace import load_runs, render_html, ren
 
 def add_parser(
     commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]
-) -> None:  # type: ignore[type-arg]
+) -> None:
     """Register the ``trace`` sub-command."""
     trace = commands.add_parser(
         "trace",

@@ -705,7 +705,7 @@ def _missing_arguments(cls: type[Resource], arguments: Mapping[str, Any]) -> lis
     """Required fields of a resource class that a descriptor does not give (checked here
     so that a chat model setup without ``model`` fails when the plan is made, not on the
     first record). Classes with an ``__init__`` of their own are left to it."""
-    if cls.__init__ is not BaseModel.__init__:  # type: ignore[misc]
+    if cls.__init__ is not BaseModel.__init__:
         return []
     return [
         name

@@ -74,14 +74,14 @@ def _chain(ctx: RunnerContext, kind: str) -> list[tuple[str, Any]]:
     # Checked first: the plain field is cheap, the resolved chain is behind a private attr.
     if plan is None or not plan.interceptors:
         return []
-    return plan.interceptor_chain(kind)  # type: ignore[no-any-return]
+    return plan.interceptor_chain(kind)
 
 
 def _hooks(ctx: RunnerContext, point: str) -> list[tuple[str, Any]]:
     plan = getattr(ctx, "agent_plan", None)
     if plan is None or not plan.hooks:
         return []
-    return plan.hooks_at(point)  # type: ignore[no-any-return]
+    return plan.hooks_at(point)
 
 
 async def call_model(
@@ -308,15 +308,13 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         response = response.model_copy(
             update={"extra_args": {**response.extra_args, **_trace(messages)}}
         )
-    ctx.send_event(
-        ChatResponseEvent(request_id=state["request_id"], response=response)  # type: ignore[arg-type]
-    )
+    ctx.send_event(ChatResponseEvent(request_id=state["request_id"], response=response))
 
 
 def _timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None:
     """The resource's own ``timeout``, else the option's value (None: no timeout)."""
     own = getattr(resource, "timeout", None)
-    return own if own is not None else ctx.config.get(option)  # type: ignore[no-any-return]
+    return own if own is not None else ctx.config.get(option)
 
 
 def _history_spec(spec: Any) -> ChatHistory:

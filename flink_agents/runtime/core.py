@@ -360,7 +360,7 @@ class RunContext(RunnerContext):
             if info is not None:
                 now = time.perf_counter()
                 self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
-            return self._replayed(rec)  # type: ignore[no-any-return]
+            return self._replayed(rec)
         if info is not None:
             perf = time.perf_counter()
         try:
@@ -398,7 +398,7 @@ class RunContext(RunnerContext):
             if info is not None:
                 now = time.perf_counter()
                 self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
-            return self._replayed(rec)  # type: ignore[no-any-return]
+            return self._replayed(rec)
         if info is not None:
             perf = time.perf_counter()
         if reconcile:
@@ -432,7 +432,7 @@ class RunContext(RunnerContext):
             )
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))
-        return result  # type: ignore[no-any-return]
+        return result
 
     # -- approval ---------------------------------------------------------------------------------
     async def request_approval(

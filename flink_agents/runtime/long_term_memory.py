@@ -280,7 +280,7 @@ class Mem0LongTermMemory(BaseLongTermMemory):
         for text, meta in zip(texts, metas, strict=True):
 
             def add_one(m: Any, text: str = text, meta: Any = meta) -> dict[str, Any]:
-                return m.add(text, metadata=meta, **self._scope(memory_set))  # type: ignore[no-any-return]
+                return m.add(text, metadata=meta, **self._scope(memory_set))
 
             result = self._call("add", add_one)
             ids.extend(str(e["id"]) for e in result.get("results", []) if "id" in e)
@@ -335,7 +335,7 @@ class Mem0LongTermMemory(BaseLongTermMemory):
             raise ValueError(f"search limit is a positive int, got {limit!r}")
 
         def search(m: Any) -> dict[str, Any]:
-            return m.search(  # type: ignore[no-any-return]
+            return m.search(
                 query, limit=limit, filters=filters, **kwargs, **self._scope(memory_set)
             )
 

@@ -48,7 +48,7 @@ from flink_agents.errors import ModelCallError
 
 # Even when mem0 was imported earlier with telemetry on, nothing is sent from here on.
 _mem0_telemetry.MEM0_TELEMETRY = False
-_mem0_main.MEM0_TELEMETRY = False  # type: ignore[attr-defined]
+_mem0_main.MEM0_TELEMETRY = False
 
 #: Collection of the items when the vector store names none.
 DEFAULT_COLLECTION = "flink_agents_mem0_ltm"
@@ -269,7 +269,7 @@ class VectorStoreAdapter(VectorStoreBase):
     def list_cols(self) -> builtins.list[str]:
         """The store's collections."""
         if isinstance(self._store, CollectionManageableVectorStore):
-            return self._do(self._store.list_collections)  # type: ignore[no-any-return]
+            return self._do(self._store.list_collections)
         return [self.collection_name]
 
     def delete_col(self) -> None:

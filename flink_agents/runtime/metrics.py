@@ -163,13 +163,13 @@ class SimpleMetricGroup(MetricGroup):
         return metric
 
     def get_counter(self, name: str) -> Counter:
-        return self._get(name, Counter)  # type: ignore[no-any-return]
+        return self._get(name, Counter)
 
     def get_gauge(self, name: str) -> Gauge:
-        return self._get(name, Gauge)  # type: ignore[no-any-return]
+        return self._get(name, Gauge)
 
     def get_histogram(self, name: str) -> Histogram:
-        return self._get(name, Histogram)  # type: ignore[no-any-return]
+        return self._get(name, Histogram)
 
     def register(self, name: str, metric: Any) -> Any:
         """Add ``metric`` under ``name`` (an error if the name is taken); returns it."""
@@ -185,7 +185,7 @@ class SimpleMetricGroup(MetricGroup):
         if meter is None and counter is not None:
             with self._lock:
                 meter = self._metrics.setdefault(name, Meter(counter))
-        return self._get(name, Meter)  # type: ignore[no-any-return]
+        return self._get(name, Meter)
 
     def to_dict(self) -> dict[str, Any]:
         """Current values, nested."""

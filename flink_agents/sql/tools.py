@@ -48,12 +48,12 @@ def load_python_function(serialized: bytes, function: str = "") -> Callable[...,
         ) from None
     inner = getattr(obj, "func", None)  # PyFlink's DelegatingScalarFunction
     if callable(inner):
-        return inner  # type: ignore[no-any-return]
+        return inner
     evaluate = getattr(obj, "eval", None)  # a ScalarFunction instance
     if callable(evaluate):
-        return evaluate  # type: ignore[no-any-return]
+        return evaluate
     if callable(obj):
-        return obj  # type: ignore[no-any-return]
+        return obj
     raise CatalogError(f"function {function} is not a Python scalar function")
 
 

@@ -73,7 +73,7 @@ def _resolve(path: str) -> Callable[..., Any]:
     obj: Any = importlib.import_module(module)
     for part in name.split("."):
         obj = getattr(obj, part)
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 class ScriptedChatModelConnection(BaseChatModelConnection):

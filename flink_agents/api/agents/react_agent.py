@@ -333,8 +333,8 @@ def _request(ctx: RunnerContext, messages: list[ChatMessage]) -> ChatRequestEven
         # In text mode the schema instruction is in the messages; the reply is ReAct text.
         output_schema=schema["json_schema"] if schema and not text else None,
         max_iterations=ctx.get_action_config_value("max_iterations"),  # type: ignore[call-arg]
-        tools_in_text=text,  # type: ignore[call-arg]
-        trace=bool(ctx.get_action_config_value("return_reasoning")) and not text,  # type: ignore[call-arg]
+        tools_in_text=text,
+        trace=bool(ctx.get_action_config_value("return_reasoning")) and not text,
     )
 
 

@@ -98,7 +98,7 @@ class BaseChatModelSetup(Resource, ABC):
     def get_connection(self) -> BaseChatModelConnection:
         """The connection resource this setup uses."""
         conn = self._lookup(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
-        return conn  # type: ignore[no-any-return]
+        return conn
 
     def get_tools(self) -> list[Tool]:
         """The tool resources this setup offers the model."""

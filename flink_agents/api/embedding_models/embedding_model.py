@@ -49,7 +49,7 @@ class BaseEmbeddingModelSetup(Resource, ABC):
     def get_connection(self) -> BaseEmbeddingModelConnection:
         """The connection resource this setup uses."""
         conn = self._lookup(self.connection, ResourceType.EMBEDDING_MODEL_CONNECTION)
-        return conn  # type: ignore[no-any-return]
+        return conn
 
     def embed(self, text: str | Sequence[str], **kwargs: Any) -> Any:
         """A vector for one text, or a list of vectors for a list of texts."""

@@ -60,7 +60,7 @@ class JavaEmbeddingModelConnection(BaseEmbeddingModelConnection):
         Raises:
             JavaBridgeError: the Java model threw.
         """
-        return self._handle().embed(list(texts), kwargs)  # type: ignore[no-any-return]
+        return self._handle().embed(list(texts), kwargs)
 
     def close(self) -> None:
         """Close the Java model (calls its ``close()``)."""

@@ -271,7 +271,7 @@ class Event(BaseModel):
         own = inspect.get_annotations(cls)
         if "type" not in own:
             cls.__annotations__ = {**own, "type": str}
-            cls.type = cls.EVENT_TYPE  # type: ignore[assignment]
+            cls.type = cls.EVENT_TYPE
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -399,13 +399,13 @@ class Event(BaseModel):
         return self.model_copy(update={"id": source.id})
 
     # -- JSON -------------------------------------------------------------------------------
-    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
+    def model_dump_json(self, **kwargs: Any) -> str:
         """Pydantic's ``model_dump_json``, also writing pyflink Rows (as upstream does)."""
         kwargs.setdefault("fallback", _json_fallback)
         return super().model_dump_json(**kwargs)
 
     @classmethod
-    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
         """Pydantic's ``model_validate``, also reading upstream's ``attributes`` key."""
         if isinstance(obj, dict) and isinstance(obj.get("attributes"), Mapping):
             rest = {k: v for k, v in obj.items() if k != "attributes"}

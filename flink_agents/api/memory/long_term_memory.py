@@ -118,7 +118,7 @@ class MemorySet(BaseModel):
         Returns:
             The ids of the items added or changed.
         """
-        return self.ltm.add(memory_set=self, memory_items=items, metadatas=metadatas)  # type: ignore[no-any-return]
+        return self.ltm.add(memory_set=self, memory_items=items, metadatas=metadatas)
 
     def get(
         self,
@@ -128,7 +128,7 @@ class MemorySet(BaseModel):
     ) -> list[MemorySetItem]:
         """Items by id (unknown ids are skipped; ``filters`` and ``limit`` are then
         ignored), or up to ``limit`` items matching the metadata ``filters``."""
-        return self.ltm.get(memory_set=self, ids=ids, filters=filters, limit=limit)  # type: ignore[no-any-return]
+        return self.ltm.get(memory_set=self, ids=ids, filters=filters, limit=limit)
 
     def search(
         self,
@@ -145,9 +145,7 @@ class MemorySet(BaseModel):
             filters: metadata filter (the vector store filter language).
             **kwargs: backend arguments (mem0: ``threshold``, the lowest score kept).
         """
-        return self.ltm.search(  # type: ignore[no-any-return]
-            memory_set=self, query=query, limit=limit, filters=filters, **kwargs
-        )
+        return self.ltm.search(memory_set=self, query=query, limit=limit, filters=filters, **kwargs)
 
     def delete(self, ids: str | list[str] | None = None) -> None:
         """Delete items by id (unknown ids are ignored); without ids, every item of the

@@ -400,7 +400,7 @@ class FileBuilder:
                 continue
             annotation: Any = info.annotation
             if info.metadata:
-                annotation = Annotated[(annotation, *info.metadata)]  # type: ignore[misc]
+                annotation = Annotated[(annotation, *info.metadata)]
             try:
                 adapter: TypeAdapter[Any] = TypeAdapter(annotation)
             except Exception:  # noqa: BLE001 - a type pydantic cannot check alone: skip
@@ -409,7 +409,7 @@ class FileBuilder:
                 adapter.validate_python(value)
             except ValidationError as exc:
                 self.problem((*loc, key), f"{_message(exc.errors()[0])} ({cls.__name__})")
-        if cls.__init__ is BaseModel.__init__:  # type: ignore[misc]
+        if cls.__init__ is BaseModel.__init__:
             for name, info in cls.model_fields.items():
                 if info.is_required() and name not in kwargs and info.alias not in kwargs:
                     self.problem(
@@ -568,7 +568,7 @@ class FileBuilder:
         if not callable(obj) or isinstance(obj, type):
             self.problem(at, f"'{ref}' is not a function")
             return None
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     def _check_action_signature(self, loc: Loc, func: Callable[..., Any]) -> None:
         try:

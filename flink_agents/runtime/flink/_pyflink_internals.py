@@ -217,10 +217,10 @@ def keyed_process_operator(keyed: Any, function: Any, output_type: Any) -> tuple
     from pyflink.datastream.data_stream import _get_one_input_stream_operator
     from pyflink.fn_execution.flink_fn_execution_pb2 import UserDefinedDataStreamFunction
 
-    return _get_one_input_stream_operator(  # type: ignore[no-any-return]
+    return _get_one_input_stream_operator(
         keyed,
         function,
-        UserDefinedDataStreamFunction.KEYED_PROCESS,  # type: ignore[attr-defined]
+        UserDefinedDataStreamFunction.KEYED_PROCESS,
         output_type,
     )
 

@@ -55,7 +55,7 @@ def _java_interrupt_check() -> Callable[[], bool] | None:
     it cancels the task (the operator thread is that thread); None in process mode, where
     a cancelled task's Python worker process is stopped by Flink."""
     try:
-        from pemja import findClass  # type: ignore[attr-defined]
+        from pemja import findClass
     except ImportError:
         return None
     thread = findClass("java.lang.Thread")

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 
-class _GatedSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+class _GatedSelector(selectors.DefaultSelector):
     """Lets the gate go while blocked in ``select``."""
 
     gate: threading.Lock

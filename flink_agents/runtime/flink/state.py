@@ -156,7 +156,7 @@ class KeyedState:
         self.use_key()
         if self.touched is not None:
             last = self.touched.value()
-            if last is not None and time.time() - last > self.ttl:  # type: ignore[operator]
+            if last is not None and time.time() - last > self.ttl:
                 self.memory.clear()
                 self.touched.clear()
                 return {}

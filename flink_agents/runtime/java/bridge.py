@@ -51,7 +51,7 @@ _by_owner: weakref.WeakKeyDictionary[Any, JavaBridge] = weakref.WeakKeyDictionar
 def _find_class() -> Any:
     """``pemja.findClass`` if this interpreter is embedded in a JVM, else None."""
     try:
-        from pemja import findClass  # type: ignore[attr-defined]
+        from pemja import findClass
     except ImportError:
         return None
     return findClass

@@ -296,7 +296,7 @@ def sql_session(env: FlinkExecutionEnvironment) -> SqlSession:
     session = env.__dict__.get("_sql_session")
     if session is None:
         session = env.__dict__["_sql_session"] = SqlSession(env)
-    return session  # type: ignore[no-any-return]
+    return session
 
 
 def remote_environment(host: str, port: int) -> Any:
