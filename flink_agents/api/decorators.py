@@ -138,7 +138,8 @@ def tool_interceptor(func: _F) -> _F:
 
 def hook(point: str) -> Callable[[_F], _F]:
     """Mark a static method ``(hc: HookContext) -> None`` as a hook running at ``point``
-    (``"before_agent"``, ``"after_agent"``, ``"before_model"``, ``"after_model"``; see
+    (``"before_agent"``, ``"after_agent"``, ``"before_model"``, ``"after_model"``,
+    ``"before_tool"``; see
     :mod:`flink_agents.api.hooks`); the method name is the hook's name."""
     if callable(point):
         raise TypeError('@hook needs the point to run at: use @hook("before_model")')

@@ -13,6 +13,13 @@ point              when                                        what it may chang
 ``after_model``    after each model call of the chat loop      ``response``; ``stop(answer)``
                                                                ends the loop with ``answer``
                                                                (no tool calls)
+``before_tool``    before each tool call the model asked for   ``arguments``;
+                   (the built-in tool action)                  ``require_approval()`` asks a
+                                                               human first (the approval hook,
+                                                               see :mod:`~flink_agents.api.
+                                                               approval`); ``stop(result)``
+                                                               answers without calling the
+                                                               tool
 =================  ==========================================  ===============================
 
 Every hook may read and change the key's short-term memory (``memory``). A hook is a
@@ -25,8 +32,10 @@ A hook that raises fails with a :class:`~flink_agents.errors.HookError` naming i
 error strategy handles like an action failure. Model hooks run outside the model call's
 durable record, so they run again (deterministically) when a run is replayed.
 
-A new point (e.g. ``before_tool``) is one more :class:`HookPoint` member and one
-``run_hooks`` call where it happens (``flink_agents.plan.behaviours``).
+A ``before_tool`` hook runs before the approval check and the tool interceptors; it runs
+again when a run paused for approval resumes (deterministically: the decision comes from
+the durable log). A new point is one more :class:`HookPoint` member and one ``run_hooks``
+call where it happens (``flink_agents.plan.behaviours``).
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ class HookPoint(str, Enum):
     AFTER_AGENT = "after_agent"
     BEFORE_MODEL = "before_model"
     AFTER_MODEL = "after_model"
+    BEFORE_TOOL = "before_tool"
 
 
 @dataclass
@@ -65,6 +75,9 @@ class HookContext:
             (``after_model``); ``before_model`` may change them.
         response: the model's reply (``after_model`` may replace it).
         iteration: the model call's number in the chat loop, from 1 (model hooks).
+        tool: the tool's name (``before_tool``).
+        arguments: the tool call's arguments (``before_tool`` may change them).
+        tool_call_id: the model's id of the tool call (``before_tool``).
     """
 
     point: HookPoint
@@ -76,12 +89,30 @@ class HookContext:
     messages: list[ChatMessage] = field(default_factory=list)
     response: ChatMessage | None = None
     iteration: int = 0
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    tool_call_id: str | None = None
     _answer: Any = None
     _stopped: bool = False
+    _approval: bool = False
+
+    def require_approval(self) -> None:
+        """``before_tool``: ask a human before this call, as for a tool declared with
+        ``requires_approval=True`` (the run pauses and the agent emits an
+        :class:`~flink_agents.api.approval.ApprovalRequest`)."""
+        if self.point is not HookPoint.BEFORE_TOOL:
+            raise ValueError(f"require_approval() is for before_tool hooks, not {self.point.value}")
+        self._approval = True
+
+    @property
+    def approval_required(self) -> bool:
+        """Whether a hook called :meth:`require_approval`."""
+        return self._approval
 
     def stop(self, answer: Any) -> None:
-        """End here with ``answer``: the run's output (``before_agent``) or the chat loop's
-        final answer (``before_model``/``after_model``: a ``str`` or a ``ChatMessage``)."""
+        """End here with ``answer``: the run's output (``before_agent``), the chat loop's
+        final answer (``before_model``/``after_model``: a ``str`` or a ``ChatMessage``) or
+        the tool's result without calling it (``before_tool``)."""
         self._answer = answer
         self._stopped = True
 

@@ -56,6 +56,7 @@ from flink_agents.api.timeouts import TimeoutOptions, bounded
 from flink_agents.api.tools.tool import Tool
 from flink_agents.api.vector_stores.vector_store import VectorStoreQuery
 from flink_agents.errors import (
+    HookError,
     InterceptorError,
     ModelCallError,
     ResourceError,
@@ -424,7 +425,24 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool = ctx.get_resource(name, ResourceType.TOOL)
                 except ResourceError as exc:
                     raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
-            if getattr(tool, "requires_approval", False):
+            needs_approval = getattr(tool, "requires_approval", False)
+            before_tool = _hooks(ctx, "before_tool")
+            if before_tool:
+                hc = HookContext(
+                    point=HookPoint.BEFORE_TOOL,
+                    key=ctx.key,
+                    memory=ctx.short_term_memory,
+                    tool=name,
+                    arguments=dict(args),
+                    tool_call_id=call_id,
+                )
+                await run_hooks(before_tool, hc)
+                args = hc.arguments
+                if hc.stopped:
+                    responses[call_id] = to_jsonable_python(hc.answer, fallback=str)
+                    continue
+                needs_approval = needs_approval or hc.approval_required
+            if needs_approval:
                 # Pauses the run the first time (see flink_agents.api.approval).
                 decision = await ctx.request_approval(name, args, tool_call_id=call_id)
                 if not decision.approved:
@@ -438,8 +456,8 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
             responses[call_id] = to_jsonable_python(result, fallback=str)
-        except InterceptorError:
-            raise  # the interceptor's own failure follows the error strategy
+        except (InterceptorError, HookError):
+            raise  # the interceptor's or hook's own failure follows the error strategy
         except ToolRejectedError as exc:
             message = f"Error: tool {name!r} was not called: {exc}"
             errors[call_id] = message

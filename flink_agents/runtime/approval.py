@@ -102,10 +102,13 @@ def expired_response(request: ApprovalRequest) -> ApprovalResponse:
 
 
 def plan_needs_approval(plan: Any) -> bool:
-    """Whether a tool of ``plan`` requires approval (the Flink environment then routes
-    :class:`ApprovalResponse` inputs by their ``key``)."""
+    """Whether a tool of ``plan`` requires approval, or a ``before_tool`` hook may ask for
+    it (the Flink environment then routes :class:`ApprovalResponse` inputs by their
+    ``key``)."""
     from flink_agents.api.resource import ResourceType
 
+    if any(h.point == "before_tool" for h in plan.hooks.values()):
+        return True
     tools = plan.resource_providers.get(ResourceType.TOOL, {})
     return any(
         (p.serialized or {}).get("requires_approval")

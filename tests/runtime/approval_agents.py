@@ -12,6 +12,7 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.decorators import action, tool
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
 from flink_agents.api.events.event import InputEvent, OutputEvent
+from flink_agents.api.hooks import HookContext
 from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.testing import ScriptedChatModelConnection, ScriptedChatModelSetup
@@ -106,4 +107,26 @@ def refund_agent(model_name: str = "approval", count_file: str | None = None) ->
             clazz=ScriptedChatModelSetup, connection="conn", tools=["refund", "lookup"]
         ),
     )
+    return agent
+
+
+def guard_tools(hc: HookContext) -> None:
+    """A ``before_tool`` hook: lookups of ``vip*`` orders need a human's approval, the
+    ``cached`` order is answered without calling the tool, refunds are capped at 50 and
+    the ``boom`` order makes the hook fail."""
+    order = str(hc.arguments.get("order_id", ""))
+    if order == "boom":
+        raise RuntimeError("guard cannot judge this order")
+    if order.startswith("vip"):
+        hc.require_approval()
+    elif order == "cached":
+        hc.stop("cached: shipped")
+    if "amount" in hc.arguments:
+        hc.arguments["amount"] = min(hc.arguments["amount"], 50)
+
+
+def guarded_refund_agent() -> RefundAgent:
+    """A :func:`refund_agent` with :func:`guard_tools` as its ``before_tool`` hook."""
+    agent = refund_agent()
+    agent.add_hook("guard", "before_tool", guard_tools)
     return agent

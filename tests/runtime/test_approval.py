@@ -10,8 +10,9 @@ import pytest
 
 from flink_agents.api.approval import ApprovalRequest, ApprovalResponse
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
-from flink_agents.errors import ConfigurationError
+from flink_agents.errors import ConfigurationError, HookError
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.runtime.approval import plan_needs_approval
 from flink_agents.runtime.local.runner import LocalRunner
 from flink_agents.testing import ScriptedChatModelConnection
 from tests.runtime import approval_agents
@@ -178,3 +179,58 @@ def test_a_bare_response_in_from_list_goes_to_its_key():
 
     response = ApprovalResponse(request_id="r", key="u7", approved=True)
     assert _split(response) == ("u7", response)
+
+
+def test_a_before_tool_hook_asks_for_approval_changes_arguments_or_answers():
+    approval_agents.CALLS.clear()
+    plan = AgentPlan.from_agent(approval_agents.guarded_refund_agent(), {})
+    assert plan_needs_approval(plan)  # Flink then routes responses by their key
+    with LocalRunner(plan) as r:
+        vip = {"tool": "lookup", "args": {"order_id": "vip1"}}
+        cached = {"tool": "lookup", "args": {"order_id": "cached"}}
+        big = {"tool": "refund", "args": {"order_id": "o1", "amount": 80}}
+        first = outputs(r.run([("u1", vip), ("u2", cached), ("u3", big)]))
+        requests = {k: o for k, o in first if isinstance(o, ApprovalRequest)}
+        # the hook answered u2 without calling the tool
+        assert [(k, o) for k, o in first if k == "u2"] == [("u2", "#1 lookup[c1]=cached: shipped")]
+        assert sorted(requests) == ["u1", "u3"]
+        assert (requests["u1"].tool_name, requests["u1"].arguments) == (
+            "lookup",
+            {"order_id": "vip1"},
+        )
+        # a tool that requires approval anyway: the human sees the hook's arguments
+        assert requests["u3"].arguments == {"order_id": "o1", "amount": 50}
+        assert approval_agents.CALLS == []
+        second = outputs(
+            r.run([("u1", requests["u1"].approve()), ("u3", requests["u3"].approve())])
+        )
+        assert sorted(second) == [
+            ("u1", "#1 lookup[c1]=vip1: shipped"),
+            ("u3", "#1 refund[c1]=refunded 50 on o1"),
+        ]
+        assert [c["order_id"] for c in approval_agents.CALLS] == ["vip1", "o1"]
+
+
+def test_a_failing_before_tool_hook_follows_the_error_strategy_with_its_name():
+    approval_agents.CALLS.clear()
+    boom = {"tool": "lookup", "args": {"order_id": "boom"}}
+    plan = AgentPlan.from_agent(approval_agents.guarded_refund_agent(), {})
+    with LocalRunner(plan) as r, pytest.raises(HookError, match="before_tool hook 'guard' failed"):
+        r.run([("u1", boom)])
+    ignore = {"error-handling-strategy": "ignore"}
+    plan = AgentPlan.from_agent(approval_agents.guarded_refund_agent(), ignore)
+    with LocalRunner(plan) as r:
+        results = r.run([("u1", boom)])
+    assert outputs(results) == []
+    assert any("guard cannot judge" in e.error for res in results for e in res.errors)
+    assert approval_agents.CALLS == [] or all(
+        c["order_id"] != "boom" for c in approval_agents.CALLS
+    )
+
+
+def test_require_approval_is_for_before_tool_hooks_only():
+    from flink_agents.api.hooks import HookContext, HookPoint
+
+    hc = HookContext(point=HookPoint.BEFORE_MODEL, key="k", memory=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="require_approval\\(\\) is for before_tool hooks"):
+        hc.require_approval()

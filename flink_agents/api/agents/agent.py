@@ -197,8 +197,8 @@ class Agent:
 
         Args:
             name: unique hook name.
-            point: ``"before_agent"``, ``"after_agent"``, ``"before_model"`` or
-                ``"after_model"`` (or a ``HookPoint``).
+            point: ``"before_agent"``, ``"after_agent"``, ``"before_model"``,
+                ``"after_model"`` or ``"before_tool"`` (or a ``HookPoint``).
             func: a module-level function or static method ``(hc: HookContext) -> None``.
         """
         if name in self._added_hooks or name in self._decorated_hooks():
