@@ -23,7 +23,7 @@ def test_standalone_cluster_runs_java_bridge_jobs(tmp_path: Path, standalone_clu
         cluster_status(tmp_path / "none")
     workdir = standalone_cluster
     started = cluster_status(workdir)
-    assert started.running and started.taskmanagers == 1 and started.slots_total == 2
+    assert started.running and started.taskmanagers == 1 and started.slots_total == 3
     assert (workdir / "lib" / "flink-python-2.3.0.jar").is_symlink()
     # Two jobs in a row on the same TaskManager (the second one is what used to fail with
     # NoSuchFieldException: loadedLibraryNames without flink-python in lib/).
