@@ -33,9 +33,10 @@ def observer(tmp_path: Path) -> Any:
 
 def _item(attributes: dict[str, Any], level: str = "STANDARD") -> tuple[Any, ...]:
     event = Event(type="t", attributes=attributes)
+    body = to_json(event, fallback=str, exclude={"id", "type"})
     parent = uuid.uuid4()
     scratch = {"durationMs": 0.0012345, "usage": {"prompt_tokens": 3}}
-    return ("event", "k", "run-1", 1.5, event, parent, "act", level, scratch)
+    return ("event", "k", "run-1", 1.5, event.id, event.type, body, parent, "act", level, scratch)
 
 
 def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
