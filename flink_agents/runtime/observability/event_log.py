@@ -7,8 +7,10 @@ type, the action that sent it, its duration and token usage, payload), ``action`
 execution), ``call`` (a model, tool or other durable call) or ``run`` (a run ended; its timestamp is
 its start). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
 
-The run thread only appends raw objects to a bounded queue; a writer thread turns them into
-JSON (redaction, truncation) and writes every ``event-log.flush-ms``. Writing is best
+The run thread serializes each event's payload (pydantic_core, so no event stays alive in the
+queue) and appends it with plain values to a bounded queue; a writer thread makes the records
+(redaction, truncation: a payload that needs neither is spliced in as it is) and writes every
+``event-log.flush-ms``. Writing is best
 effort: a full queue drops records, a failing disk (full, read-only) drops them too; both
 are counted (``eventLogDropped``, ``eventLogWriteErrors``) and warned about once, and the job
 goes on.
