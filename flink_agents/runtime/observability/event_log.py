@@ -7,8 +7,10 @@ type, the action that sent it, its duration and token usage, payload), ``action`
 execution), ``call`` (a model, tool or other durable call) or ``run`` (a run ended; its timestamp is
 its start). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
 
-The run thread only appends raw objects to a bounded queue; a writer thread turns them into
-JSON (redaction, truncation) and writes every ``event-log.flush-ms``. Writing is best
+The run thread serializes each event's payload (pydantic_core, so no event stays alive in the
+queue) and appends it with plain values to a bounded queue; a writer thread makes the records
+(redaction, truncation: a payload that needs neither is spliced in as it is) and writes every
+``event-log.flush-ms``. Writing is best
 effort: a full queue drops records, a failing disk (full, read-only) drops them too; both
 are counted (``eventLogDropped``, ``eventLogWriteErrors``) and warned about once, and the job
 goes on.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -185,6 +188,40 @@ def _clean(
     return value, False
 
 
+# A JSON string literal (as pydantic_core writes it: only ``"``, ``\\`` and control characters
+# escaped, so a substring of a string value appears as its UTF-8 bytes).
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_PAIR = re.compile(rb"\[\]|\{\}")
+_ID_TYPE = {"id", "type"}
+# A key the plan's secret-name rule matches, followed by a string value: the rule ends with
+# ``$`` (which also matches before a final newline, written ``\n`` in JSON); were it not
+# anchored, any occurrence of it counts (conservative).
+_SECRET_KEY_PATTERN = (
+    "(?:" + _SECRET_NAME.pattern[:-1] + r')(?:\\n)?":"'
+    if _SECRET_NAME.pattern.endswith("$")
+    else _SECRET_NAME.pattern
+)
+_SECRET_KEY = re.compile(_SECRET_KEY_PATTERN, _SECRET_NAME.flags)
+# Case-insensitive matching is several times slower than matching lowered bytes; for ASCII
+# text with a lower-case rule both agree (Unicode case folding only adds non-ASCII letters).
+_SECRET_KEY_ASCII = (
+    re.compile(_SECRET_KEY_PATTERN.encode())
+    if _SECRET_KEY_PATTERN.lower() == _SECRET_KEY_PATTERN and _SECRET_KEY_PATTERN.isascii()
+    else None
+)
+
+
+def _secret_key_in(data: bytes) -> bool:
+    if _SECRET_KEY_ASCII is not None and data.isascii():
+        return _SECRET_KEY_ASCII.search(data.lower()) is not None
+    return _SECRET_KEY.search(data.decode()) is not None
+
+
+def _needs_escape(text: str) -> bool:
+    return '"' in text or "\\" in text or any(ord(c) < 0x20 for c in text)
+
+
 def _key(key: Any) -> Any:
     return key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
 
@@ -252,14 +289,23 @@ class EventLogObserver(RunObserver):
             level = self.level_of(event.type)
             if level == "OFF":
                 continue
+            # The payload's JSON, made here (pydantic_core, ~1-3 us): a queued event would keep
+            # its object graph alive until the writer runs, and the garbage collector's walks
+            # over those survivors cost more than this (measured: ~50 us per run).
+            try:
+                body: bytes | Event = to_json(event, fallback=str, exclude=_ID_TYPE)
+            except Exception:  # noqa: BLE001 - the writer reports it as an error record
+                body = event
             self._put(
                 (
                     "event",
                     run.key,
                     run.run_id,
                     now,
-                    event,
-                    None if parent is None else str(parent.id),
+                    event.id,
+                    event.type,
+                    body,
+                    None if parent is None else parent.id,
                     action,
                     level,
                     scratch,
@@ -279,15 +325,15 @@ class EventLogObserver(RunObserver):
         scratch = run.data.get(id(self))
         if scratch is None:
             scratch = run.data[id(self)] = {}
-        scratch["durationMs"] = round(seconds * 1000.0, 3)
+        scratch["durationMs"] = seconds  # in seconds: the writer rounds it to ms (off this thread)
         self._put(
             (
                 "action",
                 run.key,
                 run.run_id,
-                run.wall_time(started),
+                run.started + (started - run.started_perf),
                 action,
-                str(event.id),
+                event.id,
                 event.type,
                 seconds,
                 _error(error),
@@ -328,7 +374,7 @@ class EventLogObserver(RunObserver):
                 "call",
                 run.key,
                 run.run_id,
-                run.wall_time(started),
+                run.started + (started - run.started_perf),
                 action,
                 kind,
                 name,
@@ -363,8 +409,17 @@ class _Writer:
         self.observer = observer
         self.path = path
         self.secrets = [s for s in secrets if isinstance(s, str) and s]
+        # The fast path looks for secrets in JSON bytes: only those written as themselves.
+        self._secret_bytes: list[bytes] | None = (
+            None
+            if any(_needs_escape(s) for s in self.secrets)
+            else [s.encode() for s in self.secrets]
+        )
         self.ids = ids
         self.limits = _Limits(config)
+        # A string literal with more than max-string-length bytes inside (a JSON string has at
+        # least as many bytes as characters; the gap between two literals may match too).
+        self._long = re.compile(rb'"(?:[^"\\]|\\.){%d}' % (self.limits.string + 1), re.S)
         self.max_bytes = config.get(EventLogOptions.MAX_FILE_BYTES)
         self.max_files = config.get(EventLogOptions.MAX_FILES)
         self.interval = config.get(EventLogOptions.FLUSH_MS) / 1000.0
@@ -407,7 +462,8 @@ class _Writer:
             while queue:
                 item = queue.popleft()
                 try:
-                    lines.append(to_json(self._record(item), fallback=str))
+                    line = self._event_line(item) if item[0] == "event" else None
+                    lines.append(line or to_json(self._record(item), fallback=str))
                 except Exception as exc:  # noqa: BLE001 - a bad record must not stop the log
                     error = {"record": "error", "error": _error(exc), **self.ids}
                     lines.append(json.dumps(error, default=str).encode())
@@ -459,29 +515,95 @@ class _Writer:
         self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
         self._size = 0
 
+    def _plain(self, data: bytes, limits: _Limits | None) -> bool:
+        """Whether a payload's JSON certainly needs no redaction (and, with ``limits``, no
+        truncation); conservative byte checks, any doubt is False (then the walk decides)."""
+        secrets = self._secret_bytes
+        if secrets is None or _secret_key_in(data):
+            return False
+        for secret in secrets:
+            if secret in data:
+                return False
+        if limits is None:
+            return True
+        if len(data) > limits.string and self._long.search(data):
+            return False
+        if data.count(b",") < limits.array and data.count(b"{") + data.count(b"[") <= limits.depth:
+            return True
+        # Count the structure only (strings emptied): n items of a list have n - 1 commas;
+        # removing innermost bracket pairs ``depth`` times leaves nothing iff no nesting is deeper.
+        structure = _STRING.sub(b'""', data)
+        if structure.count(b",") >= limits.array:
+            return False
+        brackets = structure.translate(None, _NOT_BRACKETS)
+        for _ in range(limits.depth):
+            brackets = _PAIR.sub(b"", brackets)
+            if not brackets:
+                return True
+        return not brackets
+
+    def _event_line(self, item: tuple[Any, ...]) -> bytes | None:
+        """The fast path of an event record: the event serialized once and spliced in when
+        nothing in it needs redaction or truncation; None when the walk must decide."""
+        _, key, run_id, ts, event_id, event_type, data, parent, action, level, scratch = item
+        if (
+            not isinstance(data, bytes)
+            or data[:1] != b"{"
+            or not self._plain(data, self.limits if level == "STANDARD" else None)
+        ):
+            return None
+        record = self._event_head(
+            key, run_id, ts, event_id, event_type, parent, action, level, scratch
+        )
+        return b'%s,"payload":%s}' % (to_json(record, fallback=str)[:-1], data)
+
+    def _event_head(
+        self,
+        key: Any,
+        run_id: str,
+        ts: float,
+        event_id: Any,
+        event_type: str,
+        parent: Any,
+        action: str | None,
+        level: str,
+        scratch: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = {"record": "event"}
+        record.update(self.ids)
+        record["key"] = _key(key)
+        record["runId"] = run_id
+        record["timestamp"] = ts
+        record["eventId"] = event_id  # a UUID: to_json writes it as its string
+        record["parentEventId"] = parent
+        record["eventType"] = event_type
+        record["action"] = action
+        record["logLevel"] = level
+        if scratch:
+            seconds = scratch.get("durationMs")
+            if seconds is not None:
+                scratch["durationMs"] = round(seconds * 1000.0, 3)
+            record.update(scratch)
+        return record
+
     def _record(self, item: tuple[Any, ...]) -> dict[str, Any]:
         kind = item[0]
         base = {"record": kind, **self.ids, "key": _key(item[1]), "runId": item[2]}
         if kind == "event":
-            _, _, _, ts, event, parent, action, level, scratch = item
-            payload = to_jsonable_python(event, fallback=str)
-            if isinstance(payload, dict):
-                for k in ("id", "type"):
-                    payload.pop(k, None)
+            _, key, run_id, ts, event_id, event_type, body, parent, action, level, scratch = item
+            if isinstance(body, bytes):
+                payload = json.loads(body)
+            else:  # it could not be serialized: this raises the reason (an error record)
+                payload = to_jsonable_python(body, fallback=str)
+                if isinstance(payload, dict):
+                    for k in ("id", "type"):
+                        payload.pop(k, None)
             payload, truncated = _clean(
                 payload, self.secrets, self.limits if level == "STANDARD" else None, 0
             )
-            record = {
-                **base,
-                "timestamp": ts,
-                "eventId": str(event.id),
-                "parentEventId": parent,
-                "eventType": event.type,
-                "action": action,
-                "logLevel": level,
-            }
-            if scratch:
-                record.update(scratch)
+            record = self._event_head(
+                key, run_id, ts, event_id, event_type, parent, action, level, scratch
+            )
             record["payload"] = payload
             if truncated:
                 record["truncated"] = True

@@ -1,0 +1,156 @@
+"""The event log's fast path (payload JSON spliced in) against the walk it short-cuts."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_core import to_json
+
+from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.api.events.event import Event
+from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.observability.event_log import EventLogObserver
+
+SECRET = "sk-fast-path-secret"
+
+
+@pytest.fixture
+def observer(tmp_path: Path) -> Any:
+    obs = EventLogObserver(
+        AgentConfiguration({}),
+        str(tmp_path / "events.log"),
+        [SECRET],
+        SimpleMetricGroup(),
+        {"jobId": "job", "subtask": 0},
+    )
+    yield obs
+    obs.close()
+
+
+def _item(attributes: dict[str, Any], level: str = "STANDARD") -> tuple[Any, ...]:
+    event = Event(type="t", attributes=attributes)
+    body = to_json(event, fallback=str, exclude={"id", "type"})
+    parent = uuid.uuid4()
+    scratch = {"durationMs": 0.0012345, "usage": {"prompt_tokens": 3}}
+    return ("event", "k", "run-1", 1.5, event.id, event.type, body, parent, "act", level, scratch)
+
+
+def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
+    """(the fast path's line or None, the walk's record); each with its own scratch."""
+    fast_item = (*item[:-1], dict(item[-1]))
+    walk_item = (*item[:-1], dict(item[-1]))
+    fast = observer.writer._event_line(fast_item)
+    walk = json.loads(to_json(observer.writer._record(walk_item), fallback=str))
+    return fast, walk
+
+
+def _same(fast: bytes, walk: dict[str, Any]) -> None:
+    record = json.loads(fast)
+    assert record == walk
+    assert list(record) == list(walk)  # the same order too
+
+
+PLAIN = [
+    {"input": {"key": "k0", "i": 0}},
+    {"text": "x" * 2000, "note": 'quotes " and \\ and\nnewline'},
+    {"items": list(range(15)), "n": 1.25, "none": None, "flag": True},
+    {"a": {"b": {"c": {"d": {"e": 1}}}}},  # 5 levels: the limit
+    {"text": "[[[[[[{{{{{{ ,,,,,,,,,,,,,,,,,,,,,,,,,, ]]]]]"},  # brackets in a string only
+    {"prompt_tokens": 3, "token_count": "many", "usage": {"total_tokens": 5}},  # no secret
+    {"unicode": "héllo wörld ✓", "emoji": "🙂"},
+]
+
+
+@pytest.mark.parametrize("attributes", PLAIN)
+def test_plain_payloads_take_the_fast_path_with_the_walks_content(
+    observer: Any, attributes: dict[str, Any]
+) -> None:
+    for level in ("STANDARD", "VERBOSE"):
+        fast, walk = _both(observer, _item(attributes, level))
+        assert fast is not None
+        _same(fast, walk)
+        assert walk["durationMs"] == round(0.0012345 * 1000.0, 3) and "truncated" not in walk
+
+
+FALLBACKS = [
+    ({"text": "x" * 2001}, True),  # a long string
+    ({"text": "é" * 1500, "more": "y" * 600}, False),  # long in bytes only: the walk, no cut
+    ({"items": list(range(21))}, True),  # a long array
+    ({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}, True),  # deep nesting
+    ({"a": [[[[[1]]]]]}, True),
+    ({"note": f"called with {SECRET}"}, False),  # a secret value
+    ({"api_key": "abc"}, False),  # a secret-named key
+    ({"nested": {"Client_Secrets": "abc"}}, False),
+    ({"api_\u212aey": "abc"}, False),  # KELVIN SIGN matches k case-insensitively
+    ({"password\n": "abc"}, False),  # "$" matches before a final newline
+]
+
+
+@pytest.mark.parametrize(("attributes", "cut"), FALLBACKS)
+def test_payloads_needing_a_look_fall_back_to_the_walk(
+    observer: Any, attributes: dict[str, Any], cut: bool
+) -> None:
+    fast, walk = _both(observer, _item(attributes))
+    assert fast is None
+    assert walk.get("truncated", False) is cut
+    assert SECRET not in json.dumps(walk)
+    # and drain writes what the walk makes
+    observer.queue.append(_item(attributes))
+    observer.writer.drain()
+    line = Path(observer.writer.path).read_text().splitlines()[-1]
+    record = json.loads(line)
+    assert record["payload"] == walk["payload"]
+
+
+def test_a_secret_json_escapes_always_takes_the_walk(tmp_path: Path) -> None:
+    obs = EventLogObserver(
+        AgentConfiguration({}),
+        str(tmp_path / "events.log"),
+        ['pa"ss'],
+        SimpleMetricGroup(),
+        {"jobId": "job", "subtask": 0},
+    )
+    try:
+        fast, walk = _both(obs, _item({"input": {"key": "k0"}}))
+        assert fast is None and walk["payload"] == {"input": {"key": "k0"}}
+        fast, walk = _both(obs, _item({"note": 'x pa"ss y'}))
+        assert fast is None and walk["payload"] == {"note": "x *** y"}
+    finally:
+        obs.close()
+
+
+@pytest.mark.parametrize(
+    ("limits", "attributes", "fast_ok"),
+    [
+        ({"max-string-length": 5}, {"s": "12345"}, True),
+        ({"max-string-length": 5}, {"s": "123456"}, False),
+        ({"max-array-elements": 2}, {"l": [1, 2]}, True),
+        ({"max-array-elements": 2}, {"l": [1, 2, 3]}, False),
+        ({"max-depth": 2}, {"d": {"e": 1}}, True),
+        ({"max-depth": 2}, {"d": {"e": {"f": 1}}}, False),
+        ({"max-depth": 2}, {"d": {"e": 1}, "f": {"g": 2}, "h": []}, True),
+    ],
+)
+def test_limits_come_from_the_configuration(
+    tmp_path: Path, limits: dict[str, int], attributes: dict[str, Any], fast_ok: bool
+) -> None:
+    obs = EventLogObserver(
+        AgentConfiguration({f"event-log.standard.{k}": v for k, v in limits.items()}),
+        str(tmp_path / "events.log"),
+        [],
+        SimpleMetricGroup(),
+        {"jobId": "job", "subtask": 0},
+    )
+    try:
+        fast, walk = _both(obs, _item(attributes))
+        assert (fast is not None) is fast_ok
+        if fast is not None:
+            _same(fast, walk)
+        else:
+            assert walk["truncated"] is True
+    finally:
+        obs.close()
