@@ -215,3 +215,20 @@ def test_errors_pickle_with_their_location():
     assert m.status == 429 and "provider=openai, model=x, status=429: slow" in str(m)
     p = pickle.loads(pickle.dumps(PlanValidationError(["one", "two"])))
     assert p.problems == ["one", "two"] and "2 problem(s)" in str(p)
+
+
+def test_beams_gcs_notice_does_not_reach_users():
+    """Importing the package first keeps beam's "Failed to import GCSFileSystem" notice (our
+    optional dependencies create ``google.cloud``) out of every job's stderr."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, flink_agents; logging.basicConfig(); "
+        "import apache_beam.io.filesystems; "
+        "logging.getLogger('apache_beam.io.filesystems').warning('other beam warning')"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "GCSFileSystem" not in proc.stderr
+    assert "other beam warning" in proc.stderr  # only that notice is dropped
