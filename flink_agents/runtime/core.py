@@ -361,27 +361,17 @@ class RunContext(RunnerContext):
                 now = time.perf_counter()
                 self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
             return self._replayed(rec)
-        if info is not None:
-            perf = time.perf_counter()
+        perf = time.perf_counter() if info is not None else 0.0
         try:
             result = reconciler() if reconcile else func(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
-            self._run.record(call_id, DurableRecord(signature, error=exc))
-            if info is not None:
-                self._observe(
-                    info, func, signature, perf, time.perf_counter() - perf, None, exc, False
-                )
+            self._settle(call_id, signature, func, perf, None, exc)
             raise
-        if info is not None:
-            self._observe(
-                info, func, signature, perf, time.perf_counter() - perf, result, None, False
-            )
         if inspect.isawaitable(result):
             raise TypeError(
                 f"{signature} is async; use `await ctx.durable_execute_async(...)` for it"
             )
-        _check_picklable(result, signature)
-        self._run.record(call_id, DurableRecord(signature, result=result))
+        self._settle(call_id, signature, func, perf, result, None)
         return result
 
     async def durable_execute_async(
@@ -399,8 +389,7 @@ class RunContext(RunnerContext):
                 now = time.perf_counter()
                 self._observe(info, func, signature, now, 0.0, rec.result, rec.error, True)
             return self._replayed(rec)
-        if info is not None:
-            perf = time.perf_counter()
+        perf = time.perf_counter() if info is not None else 0.0
         if reconcile:
             target: Callable[..., Any] = reconciler  # type: ignore[assignment]
             args, kwargs = (), {}
@@ -420,19 +409,31 @@ class RunContext(RunnerContext):
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
-            self._run.record(call_id, DurableRecord(signature, error=exc))
-            if info is not None:
-                self._observe(
-                    info, func, signature, perf, time.perf_counter() - perf, None, exc, False
-                )
+            self._settle(call_id, signature, func, perf, None, exc)
             raise
+        self._settle(call_id, signature, func, perf, result, None)
+        return result
+
+    def _settle(
+        self,
+        call_id: str,
+        signature: str,
+        func: Callable[..., Any],
+        started: float,
+        result: Any,
+        error: Exception | None,
+    ) -> None:
+        """Tell the observer (if any) how a live durable call ended and record its outcome
+        (a result must be picklable: it goes into keyed state)."""
+        info = self._run.info
         if info is not None:
-            self._observe(
-                info, func, signature, perf, time.perf_counter() - perf, result, None, False
-            )
+            seconds = time.perf_counter() - started
+            self._observe(info, func, signature, started, seconds, result, error, False)
+        if error is not None:
+            self._run.record(call_id, DurableRecord(signature, error=error))
+            return
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))
-        return result
 
     # -- approval ---------------------------------------------------------------------------------
     async def request_approval(
