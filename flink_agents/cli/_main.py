@@ -28,25 +28,16 @@ class _NoTracebackFormatter(logging.Formatter):
         return super().format(record)
 
 
-# PyFlink's Python runtime is Apache Beam; beam warns on import about optional file
-# systems it cannot load (e.g. GCS when another package installed ``google.cloud``), which
-# says nothing about the user's job. Shown with --debug.
-_QUIET_LOGGERS = ("apache_beam",)
-
-
-def _configure_logging(*, debug: bool) -> tuple[logging.Handler, dict[str, int]]:
+def _configure_logging(*, debug: bool) -> tuple[logging.Handler, int]:
     """Log to stderr (tracebacks with ``--debug`` only); returns what to undo."""
     handler = logging.StreamHandler(sys.stderr)
     fmt = "%(levelname)s %(name)s: %(message)s"
     handler.setFormatter(logging.Formatter(fmt) if debug else _NoTracebackFormatter(fmt))
     root = logging.getLogger()
-    levels = {name: logging.getLogger(name).level for name in ("", *_QUIET_LOGGERS)}
+    level = root.level
     root.addHandler(handler)
     root.setLevel(logging.INFO if debug else logging.WARNING)
-    if not debug:
-        for name in _QUIET_LOGGERS:
-            logging.getLogger(name).setLevel(logging.ERROR)
-    return handler, levels
+    return handler, level
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command != "submit":
             parser.error("`--` is only for the job arguments of `submit`")
         args.job_args = [*args.job_args, *tail]
-    handler, levels = _configure_logging(debug=args.debug)
+    handler, level = _configure_logging(debug=args.debug)
     try:
         code = args.handler(args)
         # A handler raises a CommandError, or returns its exit code (the `sql` command
@@ -97,6 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return CommandFailure.exit_code
     finally:  # main may run more than once in a process (tests): leave logging as it was
-        logging.getLogger().removeHandler(handler)
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
+        root = logging.getLogger()
+        root.removeHandler(handler)
+        root.setLevel(level)
