@@ -470,20 +470,28 @@ class _Writer:
             self._write(lines)
 
     def _write(self, lines: list[bytes]) -> None:
-        data = b"\n".join(lines) + b"\n"
+        start = 0  # lines before it are written
         try:
             if self._file is None:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
                 self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
                 self._size = self._file.tell()
-            if self._size and self._size + len(data) > self.max_bytes:
-                self._rotate()
-            self._file.write(data)
-            self._file.flush()
-            self._size += len(data)
-            self.written.inc(len(lines))
+            # One write per file: a batch that crosses max-file-bytes is split at the line
+            # where the file would grow past it, so every file stays under the limit (but
+            # one line longer than the limit) however the drain happened to batch records.
+            size = self._size
+            for i, line in enumerate(lines):
+                n = len(line) + 1
+                if size and size + n > self.max_bytes:
+                    if i > start:
+                        self._append(lines[start:i])
+                    start = i
+                    self._rotate()
+                    size = 0
+                size += n
+            self._append(lines[start:])
         except OSError as exc:
-            self.errors.inc(len(lines))
+            self.errors.inc(len(lines) - start)
             if self._file is not None:
                 try:
                     self._file.close()
@@ -498,6 +506,13 @@ class _Writer:
                     self.path,
                     exc,
                 )
+
+    def _append(self, lines: list[bytes]) -> None:
+        data = b"\n".join(lines) + b"\n"
+        self._file.write(data)
+        self._file.flush()
+        self._size += len(data)
+        self.written.inc(len(lines))
 
     def _rotate(self) -> None:
         self._file.close()
