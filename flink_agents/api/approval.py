@@ -88,7 +88,7 @@ class ApprovalResponse(BaseModel):
     environment keys it by :attr:`key` itself; on the local environment give it as
     ``{"key": request.key, "value": response}``). A response whose request id is unknown
     for its key (already answered, expired, made up) or whose ``key`` is not the key it
-    arrived under is logged, counted (``approval.dropped``) and dropped.
+    arrived under is logged, counted (``numOfApprovalResponsesDropped``) and dropped.
 
     Attributes:
         request_id: the request's id.

@@ -23,7 +23,7 @@ from flink_agents.runtime.metrics import SimpleMetricGroup
 log = logging.getLogger("flink_agents.runtime.approval")
 
 #: Counter of approval responses dropped (unknown request id, wrong key).
-DROPPED_COUNTER = "approval.dropped"
+DROPPED_COUNTER = "numOfApprovalResponsesDropped"
 
 
 @dataclass
@@ -75,7 +75,7 @@ def accept_response(
     """Whether ``response`` (arrived under ``key``) answers ``request``, the key's paused
     run's (None: no run of the key is paused). A response
     that does not (no paused run, another request id, a ``key`` field naming another key) is
-    logged and counted in ``approval.dropped``; it never resumes a run."""
+    logged and counted in ``numOfApprovalResponsesDropped``; it never resumes a run."""
     problem = None
     if response.key != key:
         problem = f"it names key {response.key!r} but arrived under key {key!r}"

@@ -135,7 +135,7 @@ def test_bad_responses_are_logged_counted_and_dropped(runner, caplog):
     lying = ApprovalResponse(request_id=req1.request_id, key="u2", approved=True)
     with caplog.at_level(logging.WARNING, "flink_agents.runtime.approval"):
         assert r.run([("u1", made_up), ("u1", other_key), ("u1", lying)]) == []
-    assert r.runner.metrics.get_counter("approval.dropped").get_count() == 3
+    assert r.runner.metrics.get_counter("numOfApprovalResponsesDropped").get_count() == 3
     text = caplog.text
     assert "waits for request " + req1.request_id in text
     assert "names key 'u2' but arrived under key 'u1'" in text

@@ -114,7 +114,7 @@ def test_a_paused_key_holds_its_inputs_without_in_flight_places() -> None:
     assert len(function.state.pending.get()) == 6  # u1's paused input and the held ones
     # A response for another request id is dropped; the right one resumes u1.
     assert send(ApprovalResponse(request_id="nope", key="u1", approved=True)) == []
-    assert slot.runner.metrics.get_counter("approval.dropped").get_count() == 1
+    assert slot.runner.metrics.get_counter("numOfApprovalResponsesDropped").get_count() == 1
     assert send(request.approve()) == []
     assert settle("u1") == ["#1 refund[c1]=refunded 30 on o1"] + [
         f"#{i + 2} lookup[c1]=h{i}: shipped" for i in range(5)
