@@ -278,7 +278,13 @@ class HookError(ActionError):
 
 
 class InputSchemaError(ActionError):
-    """An input does not match the agent's ``input_schema``."""
+    """An input does not match the agent's ``input_schema``.
+
+    Permanent: the RETRY strategy does not run the action again for it (the same input fails
+    the same way); it fails at once, as RETRY does when its retries run out.
+    """
+
+    retryable = False
 
 
 class ResourceError(RuntimeFailure):

@@ -860,7 +860,11 @@ class AgentRunner:
             run.short_term.reset(marks[0])
             run.sensory.reset(marks[1])
             error = _as_action_error(exc, run.key, action, event)
-            if strategy is ErrorHandlingStrategy.RETRY and attempt < self._max_retries:
+            if (
+                strategy is ErrorHandlingStrategy.RETRY
+                and attempt < self._max_retries
+                and getattr(exc, "retryable", True)
+            ):
                 attempt += 1
                 wait = self._retry_wait * (2 ** (attempt - 1))
                 log.warning(

@@ -172,6 +172,25 @@ def test_input_schema_validates_inputs_under_the_error_strategy():
     assert out == ["fine"]
 
 
+def test_retry_does_not_repeat_an_input_schema_error(caplog):
+    # The same input fails validation the same way: RETRY fails at once instead of waiting
+    # out max-retries rounds of retry-wait.
+    agent, resources = react(["fine"], input_schema=Question)
+    with caplog.at_level("WARNING", logger="flink_agents"):
+        with pytest.raises(InputSchemaError, match="Field required"):
+            run(
+                agent,
+                [{"key": "a", "value": {"txt": "typo"}}],
+                resources,
+                **{
+                    "error-handling-strategy": "retry",
+                    "max-retries": "3",
+                    "retry-wait-interval": "0.01",
+                },
+            )
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+
+
 def test_bad_react_arguments_are_clear_errors():
     setup = ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn")
     with pytest.raises(ValueError, match="tool_calling must be one of"):
