@@ -87,6 +87,12 @@ APPROVAL_REQUEST = "flink_agents.approval.request"
 APPROVAL_DECISION = "flink_agents.approval.decision"
 
 
+def decision_call_id(request_call_id: str) -> str:
+    """The durable call id of the decision that follows the approval request recorded under
+    ``request_call_id`` (``request_approval`` takes the two ids in a row; call ids count up)."""
+    return str(int(request_call_id) + 1)
+
+
 class RunPaused(BaseException):
     """Raised through the actions when a run waits for a human decision; a BaseException so
     that no action's ``except Exception`` swallows it. :meth:`AgentRunner.run` turns it into

@@ -123,3 +123,58 @@ def test_a_paused_key_holds_its_inputs_without_in_flight_places() -> None:
     assert function.state.pending.get() in (None, [])
     assert function.state.approval.value() is None
     slot.close()
+
+
+def test_a_response_during_the_rerun_after_a_restore_survives_another_failure() -> None:
+    """A response that arrives while the key's run re-runs after a restore (before it pauses
+    again) is in keyed state at once: a second failure before the pause does not lose it."""
+    plan = AgentPlan.from_agent(approval_agents.refund_agent(), {"max-in-flight": 2})
+    backend = FakePythonBackend()
+    states = {
+        "memory": FakeMapState(backend),
+        "pending": FakeListState(backend),
+        "durable": FakeMapState(backend),
+        "approval": FakeValueState(backend),
+    }
+    ctx = _Ctx(backend)
+
+    def start() -> tuple[fn.AgentProcessFunction, SlotRuntime]:
+        """A function on the same keyed state: a (re)start of the task."""
+        function = fn.AgentProcessFunction(plan.model_dump_json(), {}, key_of=_key)
+        slot = SlotRuntime(plan)
+        function.bind(KeyedState(**states, check_restored=True), slot)
+        return function, slot
+
+    def send(function: fn.AgentProcessFunction, record: Any) -> list[Any]:
+        backend.set_current_key(_key(record))
+        return [out for _, out in function.process_element(record, ctx)]
+
+    def settle(function: fn.AgentProcessFunction, key: str) -> list[Any]:
+        work = function._active[key]
+        assert work.wait_idle(10)
+        backend.set_current_key(key)
+        return [out for _, out in function.on_timer(work.timer_at or 0, ctx)]
+
+    first, slot = start()
+    refund = {"key": "u1", "tool": "refund", "args": {"order_id": "o1", "amount": 30}}
+    assert send(first, refund) == []
+    (request,) = settle(first, "u1")
+    assert isinstance(request, ApprovalRequest)
+    slot.close()  # the task fails while u1 waits for a decision
+
+    second, slot = start()
+    # The response comes first after the restore: u1's run re-runs (its model call is
+    # answered from the log, after a thread hop) and has not paused again.
+    assert send(second, request.approve()) == []
+    assert second._active["u1"].paused is None
+    slot.close()  # the task fails again before the run pauses
+
+    third, slot = start()
+    later = {"key": "u1", "tool": "lookup", "args": {"order_id": "h1"}}
+    assert send(third, later) == []
+    outputs = settle(third, "u1")
+    assert outputs == ["#1 refund[c1]=refunded 30 on o1", "#2 lookup[c1]=h1: shipped"]
+    backend.set_current_key("u1")
+    assert third.state is not None and third.state.approval.value() is None
+    assert slot.runner.metrics.get_counter("numOfApprovalResponsesDropped").get_count() == 0
+    slot.close()

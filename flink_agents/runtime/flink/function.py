@@ -25,7 +25,13 @@ from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.approval import accept_response, expired_response
-from flink_agents.runtime.core import APPROVAL_DECISION, DurableRecord, RunResult
+from flink_agents.runtime.core import (
+    APPROVAL_DECISION,
+    APPROVAL_REQUEST,
+    DurableRecord,
+    RunResult,
+    decision_call_id,
+)
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink import entry, fast_paths
 from flink_agents.runtime.flink.metrics import FlinkMetrics, FlinkMetricsOptions
@@ -416,6 +422,16 @@ class AgentProcessFunction(KeyedProcessFunction):
         work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
         for item_id, calls in durable.items():
             work.live[item_id] = dict(calls)
+        emitted = state.emitted_request()
+        if emitted is not None and any(
+            rec.signature == APPROVAL_DECISION
+            and getattr(rec.result, "request_id", None) == emitted
+            for calls in durable.values()
+            for rec in calls.values()
+        ):
+            # The decision came before the failure (saved early): the run replays past the
+            # request and does not pause again.
+            state.clear_request()
         log.info("resuming %d pending input(s) of key %r after a restore", len(items), key)
         # Restored inputs were accepted before the restore: they take in-flight places too.
         for _ in items:
@@ -631,8 +647,11 @@ class AgentProcessFunction(KeyedProcessFunction):
             and state.emitted_request() == response.request_id
         ):
             # The key's run re-runs after a restore and has not paused again yet: matched
-            # when it does.
+            # when it does. Keyed state gets the decision now, so that a failure before the
+            # pause does not lose the response (the next restore replays past the request).
             work.early.append(response)
+            if response.key == key:
+                self._save_decision(work, response)
             return
         request = work.paused[1] if work is not None and work.paused is not None else None
         if accept_response(request, key, response, slot.runner.metrics):
@@ -640,6 +659,25 @@ class AgentProcessFunction(KeyedProcessFunction):
             self._resume_paused(work, response, ctx)
         return
         yield  # a generator, like _process
+
+    def _save_decision(self, work: KeyWork, response: ApprovalResponse) -> None:
+        """Write ``response`` to keyed state as the decision of the request it answers (found
+        in the durable records of ``work``'s restored inputs)."""
+        state = self.state
+        assert state is not None
+        with work.lock:
+            found = [
+                (item_id, call_id)
+                for item_id, calls in work.live.items()
+                for call_id, rec in calls.items()
+                if rec.signature == APPROVAL_REQUEST
+                and getattr(rec.result, "request_id", None) == response.request_id
+            ]
+        if found:
+            item_id, call_id = found[0]
+            decision = DurableRecord(APPROVAL_DECISION, result=response)
+            state.use_key()
+            state.save_durable(work, [(item_id, decision_call_id(call_id), decision)])
 
     def _resume_paused(self, work: KeyWork, response: ApprovalResponse, ctx: Any) -> None:
         """Record the decision of ``work``'s paused run and run its input again, then the
