@@ -229,7 +229,7 @@ def _validated_input(value: Any, spec: dict[str, Any] | None) -> Any:
         ) from None
 
 
-def react_start_action(event: InputEvent, ctx: RunnerContext) -> None:
+async def react_start_action(event: InputEvent, ctx: RunnerContext) -> None:
     """Turn the input into the chat request."""
     schema = ctx.get_action_config_value("schema")
     value = _validated_input(event.input, ctx.get_action_config_value("input_schema"))
@@ -253,7 +253,8 @@ def react_start_action(event: InputEvent, ctx: RunnerContext) -> None:
         )
     if _text_mode(ctx):
         setup = ctx.get_resource(ctx.get_action_config_value("model"), ResourceType.CHAT_MODEL)
-        tools = setup.get_tools()  # type: ignore[attr-defined]
+        # Listing tools may start an MCP server and ask it: off the event loop.
+        tools = await asyncio.to_thread(setup.get_tools)  # type: ignore[attr-defined]
         messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=tools_prompt(tools)))
         ctx.sensory_memory.set(f"{_STATE}.tool_names", [t.name for t in tools])
     ctx.sensory_memory.set(f"{_STATE}.messages", [m.model_dump(mode="json") for m in messages])
