@@ -254,6 +254,11 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
         "agent-eventlog": {"event-log.enabled": True, "baseLogDir": log_dir},
     }
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in configs}
+    # The first job of the JVM runs slower (class loading, JIT): not counted, so the first
+    # configuration is not penalized.
+    warm_up = _run(args.mode, min(args.records, 5_000), args.keys, "agent")
+    warm_up["kind"] = "warm-up"
+    show(warm_up)
     for _ in range(args.repeat):
         for kind, config in configs.items():
             result = _run(args.mode, args.records, args.keys, "agent", config=config)
