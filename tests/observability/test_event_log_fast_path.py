@@ -13,7 +13,7 @@ from pydantic_core import to_json
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event
 from flink_agents.runtime.metrics import SimpleMetricGroup
-from flink_agents.runtime.observability.event_log import EventLogObserver
+from flink_agents.runtime.observability.event_log import EventLogObserver, _RunLog
 
 SECRET = "sk-fast-path-secret"
 
@@ -36,15 +36,23 @@ def _item(attributes: dict[str, Any], level: str = "STANDARD") -> tuple[Any, ...
     body = to_json(event, fallback=str, exclude={"id", "type"})
     parent = uuid.uuid4()
     scratch = {"durationMs": 0.0012345, "usage": {"prompt_tokens": 3}}
-    return ("event", "k", "run-1", 1.5, event.id, event.type, body, parent, "act", level, scratch)
+    return ("event", 1.5, event.id, event.type, body, parent, "act", level, scratch)
+
+
+RUN = _RunLog("k", "run-1")
+
+
+def _queue(observer: Any, item: tuple[Any, ...]) -> None:
+    """Queue ``item`` as the one record of an ended run."""
+    run_log = _RunLog(RUN.key, RUN.run_id)
+    run_log.records.append(item)
+    observer.queue.append((1, run_log))
 
 
 def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
-    """(the fast path's line or None, the walk's record); each with its own scratch."""
-    fast_item = (*item[:-1], dict(item[-1]))
-    walk_item = (*item[:-1], dict(item[-1]))
-    fast = observer.writer._event_line(fast_item)
-    walk = json.loads(to_json(observer.writer._record(walk_item), fallback=str))
+    """(the fast path's line or None, the walk's record)."""
+    fast = observer.writer._event_line(observer.writer._head(RUN), item)
+    walk = json.loads(to_json(observer.writer._event_record(RUN, item), fallback=str))
     return fast, walk
 
 
@@ -99,7 +107,7 @@ def test_payloads_needing_a_look_fall_back_to_the_walk(
     assert walk.get("truncated", False) is cut
     assert SECRET not in json.dumps(walk)
     # and drain writes what the walk makes
-    observer.queue.append(_item(attributes))
+    _queue(observer, _item(attributes))
     observer.writer.drain()
     line = Path(observer.writer.path).read_text().splitlines()[-1]
     record = json.loads(line)

@@ -135,15 +135,33 @@ class Observers(RunObserver):
         self.observers = list(observers)
         self.observes_steps = any(o.observes_steps for o in self.observers)
 
+        def overriding(name: str) -> list[Any]:
+            # Only the observers that do something (a call per observer, event and
+            # action is measurable on the hot path).
+            base = getattr(RunObserver, name)
+            return [getattr(o, name) for o in self.observers if getattr(type(o), name) is not base]
+
+        self._run_started = overriding("run_started")
+        self._events_sent = overriding("events_sent")
+        self._action_finished = overriding("action_finished")
+        self._call_finished = overriding("call_finished")
+        self._run_finished = overriding("run_finished")
+        for name in ("run_started", "events_sent", "action_finished", "call_finished"):
+            hooks = getattr(self, f"_{name}")
+            if len(hooks) == 1:  # the one observer's method itself: no call in between
+                setattr(self, name, hooks[0])
+        if len(self._run_finished) == 1:
+            self.run_finished = self._run_finished[0]  # type: ignore[method-assign]
+
     def run_started(self, run: RunInfo) -> None:
-        for o in self.observers:
-            o.run_started(run)
+        for hook in self._run_started:
+            hook(run)
 
     def events_sent(
         self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
     ) -> None:
-        for o in self.observers:
-            o.events_sent(run, events, parent, action)
+        for hook in self._events_sent:
+            hook(run, events, parent, action)
 
     def action_finished(
         self,
@@ -155,8 +173,8 @@ class Observers(RunObserver):
         error: BaseException | None,
         outcome: str | None,
     ) -> None:
-        for o in self.observers:
-            o.action_finished(run, action, event, started, seconds, error, outcome)
+        for hook in self._action_finished:
+            hook(run, action, event, started, seconds, error, outcome)
 
     def call_finished(
         self,
@@ -170,12 +188,12 @@ class Observers(RunObserver):
         error: BaseException | None,
         replayed: bool,
     ) -> None:
-        for o in self.observers:
-            o.call_finished(run, action, kind, name, started, seconds, result, error, replayed)
+        for hook in self._call_finished:
+            hook(run, action, kind, name, started, seconds, result, error, replayed)
 
     def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
-        for o in self.observers:
-            o.run_finished(run, seconds, error)
+        for hook in self._run_finished:
+            hook(run, seconds, error)
 
 
 def combine(observers: Sequence[RunObserver | None]) -> RunObserver | None:

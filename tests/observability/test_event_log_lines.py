@@ -1,0 +1,166 @@
+"""The event log's lines, made from bytes, against the records as dicts (to_json), and the
+records of a run in progress (written at a flush, before the run ends)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic_core import to_json
+
+from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.api.events.event import Event, InputEvent
+from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.observability import RunInfo
+from flink_agents.runtime.observability.event_log import EventLogObserver
+
+SECRET = "sk-lines-secret"
+IDS = {"jobId": "job-1", "subtask": 3}
+
+
+class _Result:
+    extra_args = {"usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}}
+
+
+def _observer(path: Path) -> EventLogObserver:
+    return EventLogObserver(
+        AgentConfiguration({"event-log.flush-ms": 600_000}),  # drains only when told
+        str(path),
+        [SECRET],
+        SimpleMetricGroup(),
+        IDS,
+    )
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
+    path = tmp_path / "events.log"
+    observer = _observer(path)
+    try:
+        run = RunInfo(("k", 1), "run-7", 1_763_900_000.25, time.perf_counter())
+        observer.run_started(run)
+        first = InputEvent(input={"q": 'a "quoted" \\ line'})
+        observer.events_sent(run, [first], None, None)
+        observer.call_finished(
+            run, 'act"1', "model", "m", run.started_perf, 0.0123456, _Result(), None, False
+        )
+        observer.action_finished(run, 'act"1', first, run.started_perf, 0.5, None, None)
+        sent = [Event(type="a", attributes={"n": 1}), Event(type="b", attributes={})]
+        observer.events_sent(run, sent, first, 'act"1')
+        failure = ValueError(f"bad {SECRET}")
+        observer.action_finished(run, "act2", sent[0], run.started_perf, 0.25, failure, "ignored")
+        observer.run_finished(run, 1.5, RuntimeError("boom"))
+        observer.writer.drain()
+        lines = _lines(path)
+        records = [json.loads(line) for line in lines]
+        key = repr(("k", 1))  # not a JSON value: written as its repr
+        base = {**IDS, "key": key, "runId": "run-7"}
+        usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+        event_ts = records[0]["timestamp"]
+        expected: list[dict[str, Any]] = [
+            {
+                "record": "event",
+                **base,
+                "timestamp": event_ts,
+                "eventId": first.id,
+                "parentEventId": None,
+                "eventType": "_input_event",
+                "action": None,
+                "logLevel": "STANDARD",
+                "payload": {"input": {"q": 'a "quoted" \\ line'}},
+            },
+            {
+                "record": "call",
+                **base,
+                "timestamp": run.started,
+                "action": 'act"1',
+                "kind": "model",
+                "name": "m",
+                "durationMs": 12.346,
+                "usage": _Result.extra_args["usage"],
+                "error": None,
+                "replayed": False,
+            },
+            {
+                "record": "action",
+                **base,
+                "timestamp": run.started,
+                "action": 'act"1',
+                "eventId": first.id,
+                "eventType": "_input_event",
+                "durationMs": 500.0,
+                "error": None,
+                "outcome": None,
+            },
+        ]
+        for event in sent:  # both events of the action carry its usage and duration
+            expected.append(
+                {
+                    "record": "event",
+                    **base,
+                    "timestamp": records[3]["timestamp"],
+                    "eventId": event.id,
+                    "parentEventId": first.id,
+                    "eventType": event.type,
+                    "action": 'act"1',
+                    "logLevel": "STANDARD",
+                    "usage": usage,
+                    "durationMs": 500.0,
+                    "payload": dict(event.attributes),  # an Event writes them flat
+                }
+            )
+        expected += [
+            {
+                "record": "action",
+                **base,
+                "timestamp": run.started,
+                "action": "act2",
+                "eventId": sent[0].id,
+                "eventType": "a",
+                "durationMs": 250.0,
+                "error": "ValueError: bad ***",
+                "outcome": "ignored",
+            },
+            {
+                "record": "run",
+                **base,
+                "timestamp": run.started,
+                "durationMs": 1500.0,
+                "status": "failed",
+                "error": "RuntimeError: boom",
+            },
+        ]
+        assert len(lines) == len(expected)
+        for line, record in zip(lines, expected, strict=True):
+            assert line == to_json(record, fallback=str), (line, record)
+    finally:
+        observer.close()
+
+
+def test_a_run_in_progress_is_written_at_a_flush(tmp_path: Path) -> None:
+    path = tmp_path / "events.log"
+    observer = _observer(path)
+    try:
+        run = RunInfo("k", "run-1", time.time(), time.perf_counter())
+        observer.run_started(run)
+        first = InputEvent(input=1)
+        observer.events_sent(run, [first], None, None)
+        observer.writer.drain()
+        # the run waits (a slow model call, say): what it did so far is in the log
+        assert [json.loads(line)["eventType"] for line in _lines(path)] == ["_input_event"]
+        observer.action_finished(run, "act", first, run.started_perf, 0.1, None, None)
+        observer.writer.drain()
+        observer.events_sent(run, [Event(type="out", attributes={})], first, "act")
+        observer.run_finished(run, 0.2, None)
+        observer.writer.drain()
+        observer.writer.drain()
+        kinds = [json.loads(line)["record"] for line in _lines(path)]
+        assert kinds == ["event", "action", "event", "run"]  # each once, in order
+        assert observer.open == {} and observer.queued == observer.taken == 2
+    finally:
+        observer.close()
