@@ -37,6 +37,11 @@ ROOT = HERE.parent
 JAR_PATH = "flink_agents/runtime/java/lib/flink-agents-bridge.jar"
 MIN_JDK = 11
 SKIP_ENV = "FLINK_AGENTS_SKIP_JAVA"
+#: The self tests' main classes (``src/test/java``), run with plain ``java``.
+SELF_TESTS = (
+    "org.flinkagents.bridge.BridgeSelfTest",
+    "org.flinkagents.flink.BeamReleaseFixSelfTest",
+)
 MANIFEST = "Manifest-Version: 1.0\r\nImplementation-Title: flink-agents-bridge\r\n\r\n"
 
 
@@ -131,7 +136,7 @@ def build(out_jar: Path, *, strict: bool = False, self_test: bool = False) -> Pa
     Args:
         out_jar: where the jar goes.
         strict: warnings are errors (``-Xlint:all -Werror``), for development.
-        self_test: also compile and run ``src/test/java``'s ``BridgeSelfTest``.
+        self_test: also compile and run ``src/test/java``'s self tests (``SELF_TESTS``).
 
     Raises:
         BuildError: no JDK 11+, no PyFlink jars, no sources, or javac failed.
@@ -154,18 +159,19 @@ def build(out_jar: Path, *, strict: bool = False, self_test: bool = False) -> Pa
         )
         if self_test:
             tests = sorted((HERE / "src" / "test" / "java").rglob("*.java"))
+            # The operators' tests need Flink's jars (the classes they load link to them).
+            cp = os.pathsep.join([str(classes), classpath])
             _javac(
                 javac,
-                [*release, "-cp", str(classes), "-d", str(test_classes), *map(str, tests)],
+                [*release, "-cp", cp, "-d", str(test_classes), *map(str, tests)],
                 "the self test",
             )
             java = str(Path(javac).with_name("java"))
-            cp = os.pathsep.join([str(classes), str(test_classes)])
-            proc = subprocess.run(
-                [java, "-cp", cp, "org.flinkagents.bridge.BridgeSelfTest"], check=False
-            )
-            if proc.returncode != 0:
-                raise BuildError("the bridge self test failed (output above)")
+            cp = os.pathsep.join([str(classes), str(test_classes), classpath])
+            for main in SELF_TESTS:
+                proc = subprocess.run([java, "-cp", cp, main], check=False)
+                if proc.returncode != 0:
+                    raise BuildError(f"the self test {main} failed (output above)")
         _write_jar(classes, out_jar)
     return out_jar
 
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the flink-agents Java bridge jar.")
     parser.add_argument("--out", type=Path, default=ROOT / JAR_PATH, help="the jar to write")
     parser.add_argument("--strict", action="store_true", help="javac warnings are errors")
-    parser.add_argument("--self-test", action="store_true", help="run BridgeSelfTest")
+    parser.add_argument("--self-test", action="store_true", help="run the self tests")
     args = parser.parse_args(argv)
     try:
         jar = build(args.out, strict=args.strict, self_test=args.self_test)

@@ -38,9 +38,7 @@ def test_reconciler_answers_for_a_call_interrupted_by_a_failure(tmp_path) -> Non
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", "2")
     conf.set_string("restart-strategy.fixed-delay.delay", "1 s")
-    conf.set_string("taskmanager.numberOfTaskSlots", "1")
-    if MODE == "process":
-        conf.set_string("minicluster.number-of-taskmanagers", "2")  # see tests/flink
+    conf.set_string("taskmanager.numberOfTaskSlots", "1")  # the restart needs its slot back
     conf.set_string("python.execution-mode", MODE)
     conf.set_string("python.fn-execution.bundle.size", "5")
     conf.set_string("python.fn-execution.bundle.time", "20")

@@ -76,16 +76,11 @@ def _restartable_env(
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", str(attempts))
     conf.set_string("restart-strategy.fixed-delay.delay", delay)
-    # One slot: the restart must get the failed attempt's slot back.
+    # One slot: the restart must get the failed attempt's slot back. In process mode too:
+    # PyFlink's Beam operators could stop the TaskManager while a failover closed them
+    # ("Reference count must not be negative"), leaving the restart without a slot; the agent
+    # operator now closes the slot's shared Python worker itself (BeamFailoverClose.java).
     conf.set_string("taskmanager.numberOfTaskSlots", "1")
-    if MODE == "process":
-        # PyFlink's process-mode (Beam) operators can take their TaskManager down when a
-        # failover cancels them in the middle of a bundle: the flush thread and close() both
-        # release the shared Beam environment ("Reference count must not be negative", a
-        # fatal error; about 1 run in 15 here) and the restart finds no slot. Not ours to fix;
-        # a second TaskManager gives the restart somewhere to go. (Thread mode has no Beam
-        # operator: the whole job runs embedded.)
-        conf.set_string("minicluster.number-of-taskmanagers", "2")
     if backend == "rocksdb":
         # RocksDB with incremental checkpoints (files in tmp_path), as production jobs run.
         conf.set_string("state.backend.type", "rocksdb")

@@ -24,6 +24,10 @@ import org.apache.flink.types.Row;
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
+ *
+ * <p>{@link #open} installs {@link BeamReleaseFix} on the slot's Python worker: without it a
+ * failover could stop the TaskManager (Beam's bundle reference count race) and leave the
+ * restart without a slot.
  */
 public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedProcessOperator<OUT> {
 
@@ -43,6 +47,12 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
             RowTypeInfo inputTypeInfo,
             TypeInformation<OUT> outputTypeInfo) {
         super(config, pythonFunctionInfo, inputTypeInfo, outputTypeInfo);
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        BeamReleaseFix.install(pythonFunctionRunner);
     }
 
     @Override
