@@ -110,8 +110,7 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
         client.get_job_execution_result().result()
     files = sorted(log_dir.glob("events-*.log"))
     assert len(files) == 1, files
-    if MODE == "thread":
-        assert job in files[0].name  # Flink's job id (process mode: one of the job's own)
+    assert job in files[0].name  # Flink's job id, in both modes
     text = files[0].read_text()
     assert SECRET not in text
     records_written = dump(str(files[0]))

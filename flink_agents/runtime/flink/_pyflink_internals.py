@@ -292,13 +292,23 @@ def function_catalog(t_env: Any) -> Any:
     return t_env._j_tenv.getPlanner().getFlinkContext().getFunctionCatalog()
 
 
+#: Job parameter our process-mode operator sets to Flink's job id
+#: (``AgentExternalKeyedProcessOperator.JOB_ID_PARAMETER``).
+JOB_ID_PARAMETER = "flink-agents.job-id"
+
+
 def flink_job_id(runtime_context: Any) -> str | None:
-    """The Flink job id (hex), read from the Java runtime context in thread mode
-    (``EmbeddedRuntimeContext._runtime_context.getJobInfo().getJobId()``); None where it
-    cannot be read (process mode)."""
+    """The Flink job id (hex): read from the Java runtime context in thread mode
+    (``EmbeddedRuntimeContext._runtime_context.getJobInfo().getJobId()``), from the job
+    parameter our process-mode operator adds in process mode; None where neither is there
+    (PyFlink's own process-mode operator, without the bridge jar)."""
     j_context = getattr(runtime_context, "_runtime_context", None)
     if j_context is None:
-        return None
+        try:
+            value = runtime_context.get_job_parameter(JOB_ID_PARAMETER, None)
+        except Exception:  # noqa: BLE001 - an id of our own is used instead
+            return None
+        return str(value) if value else None
     try:
         return str(j_context.getJobInfo().getJobId().toString())
     except Exception:  # noqa: BLE001 - an id of our own is used instead

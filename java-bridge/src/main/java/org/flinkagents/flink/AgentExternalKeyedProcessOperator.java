@@ -10,6 +10,9 @@ import org.apache.flink.streaming.api.operators.python.process.AbstractExternalD
 import org.apache.flink.streaming.api.operators.python.process.ExternalPythonKeyedProcessOperator;
 import org.apache.flink.types.Row;
 
+import java.util.HashMap;
+import java.util.Map;
+
 /**
  * PyFlink's process-mode keyed process operator plus one hook: right before each checkpoint
  * barrier it hands the Python function a processing-time timer at {@link #BARRIER_TIMER}
@@ -53,6 +56,21 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
     public void open() throws Exception {
         super.open();
         BeamReleaseFix.install(pythonFunctionRunner);
+    }
+
+    /**
+     * Name of the parameter that carries Flink's job id to the Python function
+     * ({@code flink_agents.runtime.flink._pyflink_internals.JOB_ID_PARAMETER}): PyFlink's
+     * process-mode runtime context has no job id of its own, and the event log names its
+     * files after it.
+     */
+    public static final String JOB_ID_PARAMETER = "flink-agents.job-id";
+
+    @Override
+    public Map<String, String> getInternalParameters() {
+        Map<String, String> parameters = new HashMap<>(super.getInternalParameters());
+        parameters.put(JOB_ID_PARAMETER, getRuntimeContext().getJobInfo().getJobId().toString());
+        return parameters;
     }
 
     @Override
