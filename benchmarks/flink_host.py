@@ -252,6 +252,11 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
         "agent-bare": {"metrics.enabled": False},
         "agent": {},
         "agent-eventlog": {"event-log.enabled": True, "baseLogDir": log_dir},
+        "agent-eventlog-thread": {
+            "event-log.enabled": True,
+            "baseLogDir": log_dir,
+            "event-log.writer": "thread",
+        },
     }
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in configs}
     # The first job of the JVM runs slower (class loading, JIT): not counted, so the first
@@ -273,6 +278,10 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
         f"event log (STANDARD) cost: {1 - medians['agent-eventlog'] / medians['agent']:.1%} "
         f"of throughput with metrics on (target <= 25%); metrics + event log vs bare: "
         f"{1 - medians['agent-eventlog'] / bare:.1%}"
+    )
+    print(
+        f"event log with the thread writer: "
+        f"{1 - medians['agent-eventlog-thread'] / medians['agent']:.1%} of throughput"
     )
     cpu = {kind: statistics.median(r["cpu_ms"] for r in results) for kind, results in runs.items()}
     print(
