@@ -34,7 +34,9 @@ def _gone(pid: int, seconds: float = 20.0) -> bool:
 
 
 def _observer(path: Path, metrics: SimpleMetricGroup) -> EventLogObserver:
-    return EventLogObserver(AgentConfiguration({}), str(path), [], metrics, {"subtask": 0})
+    return EventLogObserver(
+        AgentConfiguration({"event-log.writer": "process"}), str(path), [], metrics, {"subtask": 0}
+    )
 
 
 def test_the_interpreter_is_found() -> None:
@@ -62,7 +64,8 @@ def test_the_child_exits_when_the_parent_dies(tmp_path: Path) -> None:
         "from flink_agents.api.core_options import AgentConfiguration\n"
         "from flink_agents.runtime.metrics import SimpleMetricGroup\n"
         "from flink_agents.runtime.observability.event_log import EventLogObserver\n"
-        "o = EventLogObserver(AgentConfiguration({}), sys.argv[1], [], SimpleMetricGroup(), {})\n"
+        "c = AgentConfiguration({'event-log.writer': 'process'})\n"
+        "o = EventLogObserver(c, sys.argv[1], [], SimpleMetricGroup(), {})\n"
         "o.writer.started.wait(30)\n"
         "print(o.writer.proc.pid, flush=True)\n"
         "time.sleep(120)\n"

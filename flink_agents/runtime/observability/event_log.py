@@ -16,7 +16,9 @@ names once per name, the payload spliced in as serialized when it needs neither 
 truncation (else the walk over its value decides). Writing is best
 effort: a full queue drops records, a failing disk (full, read-only) drops them too; both
 are counted (``eventLogDropped``, ``eventLogWriteErrors``) and warned about once, and the job
-goes on.
+goes on. With ``event-log.writer`` = ``process`` (opt-in) the writer thread only pickles what
+it takes down a pipe, and a child process makes and writes the lines
+(``event_log_process.py``).
 """
 
 from __future__ import annotations
@@ -119,22 +121,23 @@ class EventLogOptions:
         key="event-log.queue-size",
         config_type=int,
         default=100_000,
-        description="records waiting for the writer thread; more are dropped and counted",
+        description="records waiting for the writer; more are dropped and counted",
     )
     FLUSH_MS: ConfigOption[int] = ConfigOption(
         key="event-log.flush-ms",
         config_type=int,
         default=200,
-        description="how often the writer thread writes what is queued (ms)",
+        description="how often the writer takes what is queued (ms)",
     )
     WRITER: ConfigOption[str] = ConfigOption(
         key="event-log.writer",
         config_type=str,
         parse=_writer,
-        default="process",
-        description="who formats and writes the lines: process (a child process of the "
-        "same Python, off the job's CPU and GIL) or thread (a thread of the job's process; "
-        "also the fallback when the process cannot start)",
+        default="thread",
+        description="who formats and writes the lines: thread (a thread of the job's "
+        "process) or process (a child process of the same Python, off the job's GIL: faster "
+        "with a spare core, slower on a saturated machine; falls back to thread when it "
+        "cannot start)",
     )
 
 

@@ -1,4 +1,4 @@
-"""The event log's writer process (``event-log.writer`` = ``process``, the default).
+"""The event log's writer process (``event-log.writer`` = ``process``; opt-in).
 
 Formatting the lines and writing them costs the job's Python process CPU and, worse inside a
 thread-mode Flink job, the GIL its operator and loop threads wait for. So a child process
@@ -15,6 +15,12 @@ run thread never waits for the child: it queues per-run items as before (bounded
 counted), and only the feeder thread writes to the pipe. When the child cannot start (no
 Python interpreter found next to ``sys.prefix``, a failed import) or dies, the feeder
 formats and writes in process, as the ``thread`` writer does, after one WARNING.
+
+Measured (``benchmarks/flink_host.py --observability``, README "Benchmarks"): with a spare
+core it lowers the event log's cost (thread mode, load ~1-2: 46 % -> 38 % of throughput);
+on a saturated 2-core machine (load 4-6) it raises it (37 % -> 47 %): the child's CPU (~115
+us per run, unpickling included) is taken from the job, and the parent still pays the run
+thread's collection and ~30 us per run of pickling. Hence opt-in.
 """
 
 from __future__ import annotations
