@@ -29,6 +29,7 @@ import io
 import logging
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -174,7 +175,7 @@ class ProcessWriter:
             "thread of this process instead (event-log.writer = thread)",
             why,
         )
-        self.proc = self._pipe = None
+        self._pipe = None  # a child that died is still waited for at close
 
     def _read(self, stdout: IO[bytes]) -> None:
         """The child's reports: ``w <written> <errors>`` after each batch, ``! <error>`` for
@@ -306,6 +307,9 @@ def _read_exact(stream: IO[bytes], n: int) -> bytes | None:
 
 def _child() -> None:
     """The writer process: setup, then batches until EOF on stdin."""
+    # Ctrl-C reaches the whole process group: the child ends at EOF, after the parent's
+    # last batch, not in the middle of it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = sys.stdout.buffer
     stdin = sys.stdin.buffer
     out.write(b"ready\n")
