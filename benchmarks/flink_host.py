@@ -11,7 +11,8 @@ Runs, in one invocation:
 
 With ``--observability`` it runs instead the agent with the built-in metrics off
 (``agent-bare``), on (``agent``, the default) and on with the event log at STANDARD level
-(``agent-eventlog``), alternating, and reports the cost of each against the bare agent.
+(``agent-eventlog``; ``agent-eventlog-process`` with ``event-log.writer: process``),
+alternating, and reports the cost of each against the bare agent.
 
 Baseline and agent run ``--repeat`` times each, alternating, one job per run; the figures
 and the ratio are the medians (runs on this shared 2-vCPU machine spread by +-20 %).
@@ -252,6 +253,11 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
         "agent-bare": {"metrics.enabled": False},
         "agent": {},
         "agent-eventlog": {"event-log.enabled": True, "baseLogDir": log_dir},
+        "agent-eventlog-process": {
+            "event-log.enabled": True,
+            "baseLogDir": log_dir,
+            "event-log.writer": "process",
+        },
     }
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in configs}
     # The first job of the JVM runs slower (class loading, JIT): not counted, so the first
@@ -273,6 +279,10 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
         f"event log (STANDARD) cost: {1 - medians['agent-eventlog'] / medians['agent']:.1%} "
         f"of throughput with metrics on (target <= 25%); metrics + event log vs bare: "
         f"{1 - medians['agent-eventlog'] / bare:.1%}"
+    )
+    print(
+        f"event log with the writer process (event-log.writer: process): "
+        f"{1 - medians['agent-eventlog-process'] / medians['agent']:.1%} of throughput"
     )
     cpu = {kind: statistics.median(r["cpu_ms"] for r in results) for kind, results in runs.items()}
     print(

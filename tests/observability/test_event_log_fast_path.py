@@ -21,7 +21,7 @@ SECRET = "sk-fast-path-secret"
 @pytest.fixture
 def observer(tmp_path: Path) -> Any:
     obs = EventLogObserver(
-        AgentConfiguration({}),
+        AgentConfiguration({"event-log.writer": "thread"}),
         str(tmp_path / "events.log"),
         [SECRET],
         SimpleMetricGroup(),
@@ -116,7 +116,7 @@ def test_payloads_needing_a_look_fall_back_to_the_walk(
 
 def test_a_secret_json_escapes_always_takes_the_walk(tmp_path: Path) -> None:
     obs = EventLogObserver(
-        AgentConfiguration({}),
+        AgentConfiguration({"event-log.writer": "thread"}),
         str(tmp_path / "events.log"),
         ['pa"ss'],
         SimpleMetricGroup(),
@@ -147,7 +147,12 @@ def test_limits_come_from_the_configuration(
     tmp_path: Path, limits: dict[str, int], attributes: dict[str, Any], fast_ok: bool
 ) -> None:
     obs = EventLogObserver(
-        AgentConfiguration({f"event-log.standard.{k}": v for k, v in limits.items()}),
+        AgentConfiguration(
+            {
+                "event-log.writer": "thread",
+                **{f"event-log.standard.{k}": v for k, v in limits.items()},
+            }
+        ),
         str(tmp_path / "events.log"),
         [],
         SimpleMetricGroup(),

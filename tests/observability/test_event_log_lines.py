@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from pydantic_core import to_json
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, InputEvent
 from flink_agents.runtime.metrics import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo
+from flink_agents.runtime.observability import RunInfo, event_log
 from flink_agents.runtime.observability.event_log import EventLogObserver
 
 SECRET = "sk-lines-secret"
@@ -26,7 +28,10 @@ class _Result:
 
 def _observer(path: Path) -> EventLogObserver:
     return EventLogObserver(
-        AgentConfiguration({"event-log.flush-ms": 600_000}),  # drains only when told
+        AgentConfiguration(
+            # Drains only when told; the thread writer formats in this process.
+            {"event-log.flush-ms": 600_000, "event-log.writer": "thread"}
+        ),
         str(path),
         [SECRET],
         SimpleMetricGroup(),
@@ -164,3 +169,32 @@ def test_a_run_in_progress_is_written_at_a_flush(tmp_path: Path) -> None:
         assert observer.open == {} and observer.queued == observer.taken == 2
     finally:
         observer.close()
+
+
+def test_the_writer_process_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same calls into an observer of each writer; event timestamps fixed (they are taken
+    # when events are sent) so that the files can be compared byte for byte.
+    monkeypatch.setattr(event_log, "time", SimpleNamespace(time=lambda: 1_763_900_001.5))
+    first = InputEvent(input={"q": 'a "quoted" \\ line', "long": "x" * 5000})
+    sent = Event(type="a", attributes={"api_key": "x"})
+    files = {}
+    for writer in ("thread", "process"):
+        path = files[writer] = tmp_path / f"{writer}.log"
+        metrics = SimpleMetricGroup()
+        observer = EventLogObserver(
+            AgentConfiguration({"event-log.writer": writer}), str(path), [SECRET], metrics, IDS
+        )
+        run = RunInfo(("k", 1), "run-7", 1_763_900_000.25, 0.0)
+        observer.run_started(run)
+        observer.events_sent(run, [first], None, None)
+        observer.call_finished(run, "act", "model", "m", 0.0, 0.0123456, _Result(), None, False)
+        observer.action_finished(run, "act", first, 0.0, 0.5, ValueError(SECRET), None)
+        observer.events_sent(run, [sent], first, "act")
+        observer.run_finished(run, 1.5, None)
+        observer.close()
+        assert metrics.to_dict()["eventLogRecordsWritten"] == 5
+        assert metrics.to_dict()["eventLogWriteErrors"] == 0
+    assert files["process"].read_bytes() == files["thread"].read_bytes()
+    assert SECRET.encode() not in files["process"].read_bytes()

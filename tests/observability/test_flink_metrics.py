@@ -48,7 +48,13 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
     release = tmp_path / "release"
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
         env,
-        **{"python.execution-mode": MODE, "event-log.enabled": True, "baseLogDir": str(log_dir)},
+        **{
+            "python.execution-mode": MODE,
+            "event-log.enabled": True,
+            "baseLogDir": str(log_dir),
+            # The opt-in writer process: its interpreter is found inside pemja / Beam too.
+            "event-log.writer": "process",
+        },
     )
     # The last input waits for the release file: the job stays running while the metrics
     # of the first INPUTS runs are read.

@@ -21,6 +21,9 @@ def _run(names: list[str], **config: Any) -> tuple[list[Any], Any]:
     return out, builder.get_metric_group()
 
 
+WRITERS = pytest.mark.parametrize("writer", ["process", "thread"])
+
+
 def _log(directory: Path) -> list[dict[str, Any]]:
     files = sorted(directory.glob("events-*.log"))
     assert len(files) == 1, files
@@ -69,8 +72,12 @@ def test_metrics_off_leaves_user_metrics_only() -> None:
     assert m["auditEvents"] == 1
 
 
-def test_event_log_content_and_order_of_a_tool_calling_run(tmp_path: Path) -> None:
-    _run(["alice"], **{"event-log.enabled": True, "baseLogDir": str(tmp_path)})
+@WRITERS
+def test_event_log_content_and_order_of_a_tool_calling_run(tmp_path: Path, writer: str) -> None:
+    _run(
+        ["alice"],
+        **{"event-log.enabled": True, "baseLogDir": str(tmp_path), "event-log.writer": writer},
+    )
     records = _log(tmp_path)
     assert {r["key"] for r in records} == {"alice"}
     assert len({r["runId"] for r in records}) == 1
@@ -164,8 +171,9 @@ def test_event_log_redacts_secrets(tmp_path: Path) -> None:
     assert audit["payload"] == {"api_key": "***", "note": "called with ***"}
 
 
+@WRITERS
 def test_event_log_on_a_failing_disk_does_not_fail_the_run(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, writer: str
 ) -> None:
     # A directory that cannot be made (its parent is a file): every write fails, as on a
     # read-only or full disk (root ignores permission bits, so chmod would not do).
@@ -174,7 +182,11 @@ def test_event_log_on_a_failing_disk_does_not_fail_the_run(
     with caplog.at_level(logging.WARNING, logger="flink_agents.event_log"):
         out, group = _run(
             ["alice", "bob"],
-            **{"event-log.enabled": True, "baseLogDir": str(blocker / "log")},
+            **{
+                "event-log.enabled": True,
+                "baseLogDir": str(blocker / "log"),
+                "event-log.writer": writer,
+            },
         )
     assert sorted(k for o in out for k in o) == ["alice", "bob"]
     m = group.to_dict()
@@ -183,11 +195,13 @@ def test_event_log_on_a_failing_disk_does_not_fail_the_run(
     assert len(warnings) == 1
 
 
-def test_event_log_rotates_by_size(tmp_path: Path) -> None:
+@WRITERS
+def test_event_log_rotates_by_size(tmp_path: Path, writer: str) -> None:
     _run(
         [f"name{i}" for i in range(6)],
         **{
             "event-log.enabled": True,
+            "event-log.writer": writer,
             "baseLogDir": str(tmp_path),
             "event-log.rotation.max-file-bytes": 4000,
             "event-log.rotation.max-files": 2,

@@ -16,7 +16,9 @@ names once per name, the payload spliced in as serialized when it needs neither 
 truncation (else the walk over its value decides). Writing is best
 effort: a full queue drops records, a failing disk (full, read-only) drops them too; both
 are counted (``eventLogDropped``, ``eventLogWriteErrors``) and warned about once, and the job
-goes on.
+goes on. With ``event-log.writer`` = ``process`` (opt-in) the writer thread only pickles what
+it takes down a pipe, and a child process makes and writes the lines
+(``event_log_process.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json, to_jsonable_python
 
@@ -39,6 +41,9 @@ from flink_agents.api.events.event import Event
 from flink_agents.plan.agent_plan import _SECRET_NAME
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.observability import RunInfo, RunObserver
+
+if TYPE_CHECKING:
+    from flink_agents.runtime.observability.event_log_process import ProcessWriter
 
 log = logging.getLogger("flink_agents.event_log")
 
@@ -50,6 +55,13 @@ def _level(value: Any) -> str:
     if level not in LEVELS:
         raise ValueError(f"must be one of {', '.join(LEVELS)}")
     return level
+
+
+def _writer(value: Any) -> str:
+    writer = str(value).strip().lower()
+    if writer not in ("process", "thread"):
+        raise ValueError("must be process or thread")
+    return writer
 
 
 class EventLogOptions:
@@ -109,13 +121,23 @@ class EventLogOptions:
         key="event-log.queue-size",
         config_type=int,
         default=100_000,
-        description="records waiting for the writer thread; more are dropped and counted",
+        description="records waiting for the writer; more are dropped and counted",
     )
     FLUSH_MS: ConfigOption[int] = ConfigOption(
         key="event-log.flush-ms",
         config_type=int,
         default=200,
-        description="how often the writer thread writes what is queued (ms)",
+        description="how often the writer takes what is queued (ms)",
+    )
+    WRITER: ConfigOption[str] = ConfigOption(
+        key="event-log.writer",
+        config_type=str,
+        parse=_writer,
+        default="thread",
+        description="who formats and writes the lines: thread (a thread of the job's "
+        "process) or process (a child process of the same Python, off the job's GIL: faster "
+        "with a spare core, slower on a saturated machine; falls back to thread when it "
+        "cannot start)",
     )
 
 
@@ -287,7 +309,13 @@ class EventLogObserver(RunObserver):
         self._slot = id(self)
         self.dropped = metrics.get_counter("eventLogDropped")
         self._warned_drop = False
-        self.writer = _Writer(self, path, secrets, metrics, dict(ids))
+        self.writer: _Writer | ProcessWriter
+        if config.get(EventLogOptions.WRITER) == "process":
+            from flink_agents.runtime.observability.event_log_process import ProcessWriter
+
+            self.writer = ProcessWriter(self, path, list(secrets), metrics, dict(ids))
+        else:
+            self.writer = _Writer(self, path, secrets, metrics, dict(ids))
 
     def level_of(self, event_type: str) -> str:
         """The level of an event type (``event-log.type.<type>.level``, else the default)."""
@@ -434,13 +462,18 @@ class _Writer:
 
     def __init__(
         self,
-        observer: EventLogObserver,
+        observer: EventLogObserver | None,
         path: str,
         secrets: Sequence[str],
         metrics: SimpleMetricGroup,
         ids: dict[str, Any],
+        config: AgentConfiguration | None = None,
     ) -> None:
-        config = observer.config
+        # Without an observer (the writer process) it only formats and writes what it is
+        # given: no thread.
+        if config is None:
+            assert observer is not None
+            config = observer.config
         self.observer = observer
         self.path = path
         self.secrets = [s for s in secrets if isinstance(s, str) and s]
@@ -471,7 +504,8 @@ class _Writer:
         self._thread = threading.Thread(
             target=self._loop, name="flink-agents-event-log", daemon=True
         )
-        self._thread.start()
+        if observer is not None:
+            self._thread.start()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -480,7 +514,7 @@ class _Writer:
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not threading.current_thread():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         with self._lock:
             if self._file is not None:
@@ -494,6 +528,7 @@ class _Writer:
         """Format and write what ended runs queued and what runs in progress recorded so
         far (best effort)."""
         observer = self.observer
+        assert observer is not None
         queue = observer.queue
         with self._lock:
             lines: list[bytes] = []
@@ -644,12 +679,11 @@ class _Writer:
                 self._file = None
             if not self._warned:
                 self._warned = True
-                log.warning(
-                    "cannot write the event log %s (%s); its records are dropped and counted "
-                    "in eventLogWriteErrors (the job goes on)",
-                    self.path,
-                    exc,
-                )
+                self._warn(str(exc))
+
+    def _warn(self, error: str) -> None:
+        """The one warning about a failing disk (the writer process sends it to its parent)."""
+        warn_write_error(self.path, error)
 
     def _append(self, lines: list[bytes]) -> None:
         data = b"\n".join(lines) + b"\n"
@@ -760,6 +794,16 @@ class _Writer:
         if truncated:
             record["truncated"] = True
         return record
+
+
+def warn_write_error(path: str, error: str) -> None:
+    """The one warning when the event log cannot be written."""
+    log.warning(
+        "cannot write the event log %s (%s); its records are dropped and counted "
+        "in eventLogWriteErrors (the job goes on)",
+        path,
+        error,
+    )
 
 
 def attach_event_log(

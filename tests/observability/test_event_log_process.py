@@ -1,0 +1,102 @@
+"""The event log's writer process: it exits when its pipe closes (the parent closed it or
+died), and reports write errors back (one warning)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.observability import RunInfo
+from flink_agents.runtime.observability.event_log import EventLogObserver
+from flink_agents.runtime.observability.event_log_process import ProcessWriter, find_python
+
+
+def _gone(pid: int, seconds: float = 20.0) -> bool:
+    """Whether process ``pid`` ended (a zombie nobody reaps counts as ended)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return True
+        if "\nState:\tZ" in status:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _observer(path: Path, metrics: SimpleMetricGroup) -> EventLogObserver:
+    return EventLogObserver(
+        AgentConfiguration({"event-log.writer": "process"}), str(path), [], metrics, {"subtask": 0}
+    )
+
+
+def test_the_interpreter_is_found() -> None:
+    python = find_python()
+    assert python is not None and os.access(python, os.X_OK)
+
+
+def test_the_child_exits_when_the_parent_closes_the_pipe(tmp_path: Path) -> None:
+    observer = _observer(tmp_path / "e.log", SimpleMetricGroup())
+    writer = observer.writer
+    assert isinstance(writer, ProcessWriter)
+    assert writer.started.wait(30) and writer.proc is not None
+    run = RunInfo("k", "run-1", time.time(), time.perf_counter())
+    observer.run_started(run)
+    observer.run_finished(run, 0.1, None)
+    observer.close()
+    assert writer.proc.returncode == 0
+    assert b'"record":"run"' in (tmp_path / "e.log").read_bytes()
+
+
+def test_the_child_exits_when_the_parent_dies(tmp_path: Path) -> None:
+    # A parent killed with SIGKILL closes nothing itself: its end of the pipe closes with it.
+    script = (
+        "import sys, time\n"
+        "from flink_agents.api.core_options import AgentConfiguration\n"
+        "from flink_agents.runtime.metrics import SimpleMetricGroup\n"
+        "from flink_agents.runtime.observability.event_log import EventLogObserver\n"
+        "c = AgentConfiguration({'event-log.writer': 'process'})\n"
+        "o = EventLogObserver(c, sys.argv[1], [], SimpleMetricGroup(), {})\n"
+        "o.writer.started.wait(30)\n"
+        "print(o.writer.proc.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "e.log")], stdout=subprocess.PIPE
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    assert not _gone(child, 0.5)
+    parent.kill()
+    parent.wait()
+    assert _gone(child)
+
+
+def test_a_failing_directory_counts_errors_and_warns_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    metrics = SimpleMetricGroup()
+    with caplog.at_level(logging.WARNING, logger="flink_agents.event_log"):
+        observer = _observer(blocker / "log" / "e.log", metrics)
+        for i in range(3):
+            run = RunInfo("k", f"run-{i}", time.time(), time.perf_counter())
+            observer.run_started(run)
+            observer.run_finished(run, 0.1, None)
+            observer.writer.drain()  # three batches: three failing writes
+        observer.close()
+    assert isinstance(observer.writer, ProcessWriter) and observer.writer.proc is not None
+    m = metrics.to_dict()
+    assert m["eventLogWriteErrors"] == 3 and m["eventLogRecordsWritten"] == 0
+    warnings = [r for r in caplog.records if "cannot write the event log" in r.message]
+    assert len(warnings) == 1 and "not-a-dir" in warnings[0].getMessage()
