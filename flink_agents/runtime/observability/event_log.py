@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json, to_jsonable_python
@@ -452,6 +452,25 @@ class EventLogObserver(RunObserver):
         run_log.records.append(("run", run.started, seconds, _error(error)))
         self._put(run_log)
 
+    def take(self) -> Iterator[tuple[_RunLog, list[tuple[Any, ...]]]]:
+        """What a writer takes at a flush, run by run: the records of ended runs (queued),
+        then what runs in progress recorded so far."""
+        queue = self.queue
+        while queue:
+            n, run_log = queue.popleft()
+            self.taken += n
+            yield run_log, run_log.records
+        # Runs in progress: under the GIL the copy and the deletion of that many records
+        # from the front are each atomic, and the run thread only appends, so no record is
+        # lost or written twice.
+        for run_log in list(self.open.values()):
+            records = run_log.records
+            n = len(records)
+            if n:
+                taken = records[:n]
+                del records[:n]
+                yield run_log, taken
+
     def close(self) -> None:
         """Write what is queued and stop the writer thread."""
         self.writer.close()
@@ -529,23 +548,10 @@ class _Writer:
         far (best effort)."""
         observer = self.observer
         assert observer is not None
-        queue = observer.queue
         with self._lock:
             lines: list[bytes] = []
-            while queue:
-                n, run_log = queue.popleft()
-                observer.taken += n
-                self._format(run_log, run_log.records, lines)
-            # Runs in progress: take what they recorded so far (under the GIL the copy and
-            # the deletion of that many records from the front are each atomic, and the run
-            # thread only appends, so no record is lost or written twice).
-            for run_log in list(observer.open.values()):
-                records = run_log.records
-                n = len(records)
-                if n:
-                    taken = records[:n]
-                    del records[:n]
-                    self._format(run_log, taken, lines)
+            for run_log, records in observer.take():
+                self._format(run_log, records, lines)
             if lines:
                 self._write(lines)
 

@@ -193,11 +193,8 @@ class ProcessWriter:
                 warn_write_error(self.path, line[2:].decode(errors="replace").rstrip("\n"))
 
     def _send(self, value: Any) -> None:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         assert self._pipe is not None
-        self._pipe.write(_HEADER.pack(len(data)))
-        self._pipe.write(data)
-        self._pipe.flush()
+        _write_frame(self._pipe, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
     # -- feeder --------------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -237,24 +234,13 @@ class ProcessWriter:
 
     def drain(self) -> None:
         """Send what ended runs queued and what runs in progress recorded so far."""
-        observer = self.observer
-        queue = observer.queue
         if threading.current_thread() is not self._thread:
             self.started.wait(30)  # a drain from elsewhere (tests) goes to the child too
         with self._lock:
-            batch: list[tuple[Any, ...]] = []
-            while queue:
-                n, run_log = queue.popleft()
-                observer.taken += n
-                batch.append((_key(run_log.key), run_log.run_id, run_log.records))
-            # Runs in progress: as _Writer.drain (the run thread only appends).
-            for run_log in list(observer.open.values()):
-                records = run_log.records
-                n = len(records)
-                if n:
-                    taken = records[:n]
-                    del records[:n]
-                    batch.append((_key(run_log.key), run_log.run_id, taken))
+            batch: list[tuple[Any, ...]] = [
+                (_key(run_log.key), run_log.run_id, records)
+                for run_log, records in self.observer.take()
+            ]
             if batch:
                 self._deliver(batch)
 
@@ -267,9 +253,7 @@ class ProcessWriter:
         except Exception:  # noqa: BLE001 - a value that does not pickle: formatted here
             data = _dumps([self._picklable(item) for item in batch])
         try:
-            self._pipe.write(_HEADER.pack(len(data)))
-            self._pipe.write(data)
-            self._pipe.flush()
+            _write_frame(self._pipe, data)
         except (OSError, ValueError) as exc:  # the child died: this batch is lost
             self.errors.inc(sum(len(item[-1]) for item in batch))
             self._fall_back(f"it ended: {exc}")
@@ -300,9 +284,24 @@ class _ChildWriter(_Writer):
         sys.stdout.buffer.flush()
 
 
+def _write_frame(pipe: IO[bytes], data: bytes) -> None:
+    """``data``, length-prefixed (what :func:`_read_frame` reads)."""
+    pipe.write(_HEADER.pack(len(data)))
+    pipe.write(data)
+    pipe.flush()
+
+
 def _read_exact(stream: IO[bytes], n: int) -> bytes | None:
     data = stream.read(n)
     return data if data is not None and len(data) == n else None
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    """The next length-prefixed message; None at EOF (or a message cut short)."""
+    header = _read_exact(stream, _HEADER.size)
+    if header is None:
+        return None
+    return _read_exact(stream, _HEADER.unpack(header)[0])
 
 
 def _child() -> None:
@@ -314,10 +313,7 @@ def _child() -> None:
     stdin = sys.stdin.buffer
     out.write(b"ready\n")
     out.flush()
-    header = _read_exact(stdin, _HEADER.size)
-    if header is None:
-        return
-    body = _read_exact(stdin, _HEADER.unpack(header)[0])
+    body = _read_frame(stdin)
     if body is None:
         return
     setup = pickle.loads(body)
@@ -333,13 +329,7 @@ def _child() -> None:
     written = metrics.get_counter("eventLogRecordsWritten")
     errors = metrics.get_counter("eventLogWriteErrors")
     reported = (0, 0)
-    while True:
-        header = _read_exact(stdin, _HEADER.size)
-        if header is None:
-            break
-        body = _read_exact(stdin, _HEADER.unpack(header)[0])
-        if body is None:
-            break
+    while (body := _read_frame(stdin)) is not None:
         lines: list[bytes] = []
         for item in pickle.loads(body):
             if len(item) == 1:
