@@ -423,12 +423,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         for item_id, calls in durable.items():
             work.live[item_id] = dict(calls)
         emitted = state.emitted_request()
-        if emitted is not None and any(
-            rec.signature == APPROVAL_DECISION
-            and getattr(rec.result, "request_id", None) == emitted
-            for calls in durable.values()
-            for rec in calls.values()
-        ):
+        if emitted is not None and _approval_record(durable, APPROVAL_DECISION, emitted):
             # The decision came before the failure (saved early): the run replays past the
             # request and does not pause again.
             state.clear_request()
@@ -666,15 +661,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         state = self.state
         assert state is not None
         with work.lock:
-            found = [
-                (item_id, call_id)
-                for item_id, calls in work.live.items()
-                for call_id, rec in calls.items()
-                if rec.signature == APPROVAL_REQUEST
-                and getattr(rec.result, "request_id", None) == response.request_id
-            ]
-        if found:
-            item_id, call_id = found[0]
+            found = _approval_record(work.live, APPROVAL_REQUEST, response.request_id)
+        if found is not None:
+            item_id, call_id = found
             decision = DurableRecord(APPROVAL_DECISION, result=response)
             state.use_key()
             state.save_durable(work, [(item_id, decision_call_id(call_id), decision)])
@@ -697,6 +686,18 @@ class AgentProcessFunction(KeyedProcessFunction):
         if work.resume(item, dict(work.live.get(item.id, {}))):
             slot.start(work)
         self._arm(work, ctx)
+
+
+def _approval_record(
+    durable: dict[str, dict[str, DurableRecord]], signature: str, request_id: str
+) -> tuple[str, str] | None:
+    """``(input id, call id)`` of the first approval record (``signature``: the request or
+    the decision) of ``request_id`` in the durable records ``durable``, if any."""
+    for item_id, calls in durable.items():
+        for call_id, rec in calls.items():
+            if rec.signature == signature and getattr(rec.result, "request_id", None) == request_id:
+                return item_id, call_id
+    return None
 
 
 def _deadline_ms(request: Any) -> int:

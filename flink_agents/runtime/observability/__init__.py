@@ -146,12 +146,16 @@ class Observers(RunObserver):
         self._action_finished = overriding("action_finished")
         self._call_finished = overriding("call_finished")
         self._run_finished = overriding("run_finished")
-        for name in ("run_started", "events_sent", "action_finished", "call_finished"):
+        for name in (
+            "run_started",
+            "events_sent",
+            "action_finished",
+            "call_finished",
+            "run_finished",
+        ):
             hooks = getattr(self, f"_{name}")
             if len(hooks) == 1:  # the one observer's method itself: no call in between
                 setattr(self, name, hooks[0])
-        if len(self._run_finished) == 1:
-            self.run_finished = self._run_finished[0]  # type: ignore[method-assign]
 
     def run_started(self, run: RunInfo) -> None:
         for hook in self._run_started:
