@@ -3,6 +3,7 @@ exports the agent metrics with their action and model labels while a job runs.""
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.request
@@ -20,13 +21,14 @@ JOB = Path(__file__).with_name("prom_job.py")
 
 def _scrape(first_port: int) -> str:
     """The metrics of every reporter of the cluster (JobManager and TaskManager take ports
-    of the configured range in turn)."""
+    of the configured range in turn). A port of the range that another process holds (a
+    Flink RPC or data port speaks a binary protocol) is skipped."""
     texts = []
     for port in range(first_port, first_port + 4):
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-                texts.append(r.read().decode())
-        except OSError:
+                texts.append(r.read().decode("utf-8", "replace"))
+        except (OSError, http.client.HTTPException):
             continue
     return "\n".join(texts)
 
