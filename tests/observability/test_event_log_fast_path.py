@@ -70,6 +70,8 @@ PLAIN = [
     {"text": "[[[[[[{{{{{{ ,,,,,,,,,,,,,,,,,,,,,,,,,, ]]]]]"},  # brackets in a string only
     {"prompt_tokens": 3, "token_count": "many", "usage": {"total_tokens": 5}},  # no secret
     {"unicode": "héllo wörld ✓", "emoji": "🙂"},
+    # escaped quotes and backslashes around brackets and commas inside strings
+    {"text": 'a \\" [[[[[[ {{{{ ,,,,,,,,,,,,,,,,,,,,,,,, " \\', "b": [1], "c": '\\"{'},
 ]
 
 
@@ -90,6 +92,8 @@ FALLBACKS = [
     ({"items": list(range(21))}, True),  # a long array
     ({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}, True),  # deep nesting
     ({"a": [[[[[1]]]]]}, True),
+    ({"t": "ends with a backslash \\", "a": [[[[[1]]]]]}, True),  # then deep nesting
+    ({"t": '\\"', "items": list(range(21))}, True),
     ({"note": f"called with {SECRET}"}, False),  # a secret value
     ({"api_key": "abc"}, False),  # a secret-named key
     ({"nested": {"Client_Secrets": "abc"}}, False),
@@ -167,3 +171,21 @@ def test_limits_come_from_the_configuration(
             assert walk["truncated"] is True
     finally:
         obs.close()
+
+
+def test_one_look_per_run_still_finds_a_secret_in_any_payload(observer: Any) -> None:
+    """A run's payloads are looked at together first: a secret in one of them still takes
+    that one through the walk (redacted), the others stay as they are."""
+    run_log = _RunLog(RUN.key, RUN.run_id)
+    run_log.records.append(_item({"input": {"key": "k0"}}))
+    run_log.records.append(_item({"note": f"called with {SECRET}", "text": "x" * 2500}))
+    run_log.records.append(_item({"api_key": "abc", "n": 1}))
+    run_log.records.append(_item({"output": "done"}))
+    observer.queue.append((4, run_log))
+    observer.writer.drain()
+    lines = Path(observer.writer.path).read_text().splitlines()[-4:]
+    payloads = [json.loads(line)["payload"] for line in lines]
+    assert payloads[0] == {"input": {"key": "k0"}} and payloads[3] == {"output": "done"}
+    assert payloads[1]["note"] == "called with ***" and payloads[1]["text"].endswith("chars]")
+    assert payloads[2] == {"api_key": "***", "n": 1}
+    assert SECRET not in "".join(lines)

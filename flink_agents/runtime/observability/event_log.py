@@ -213,12 +213,10 @@ def _clean(
     return value, False
 
 
-# A JSON string literal (as pydantic_core writes it: only ``"``, ``\\`` and control characters
-# escaped, so a substring of a string value appears as its UTF-8 bytes).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # unrolled: 2x faster than (a|b)*
+# (pydantic_core writes JSON with only ``"``, ``\\`` and control characters escaped, so a
+# substring of a string value appears as its UTF-8 bytes.)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-# Without a backslash in the JSON, no string literal has an escaped quote inside.
-_PLAIN_STRING = re.compile(rb'"[^"]*"')
+_SEEN_NOTHING = (False, False)
 _ID_TYPE = {"id", "type"}
 # A key the plan's secret-name rule matches, followed by a string value: the rule ends with
 # ``$`` (which also matches before a final newline, written ``\n`` in JSON); were it not
@@ -564,11 +562,17 @@ class _Writer:
             return
         names = self._names
         named = self._name
+        # One look over all payloads of the part of the run for what no payload may have
+        # (a secret, a secret-named key, a long string): each payload is a part of the
+        # joined bytes, so none has it when they have not (a miss costs a look per payload).
+        payloads = [item[4] for item in records if item[0] == "event"]
+        seen = self._seen(payloads) if payloads else _SEEN_NOTHING
+        scratches: dict[int, bytes] = {}
         for item in records:
             try:
                 kind = item[0]
                 if kind == "event":
-                    line = self._event_line(head, item) or to_json(
+                    line = self._event_line(head, item, seen, scratches) or to_json(
                         self._event_record(run_log, item), fallback=str
                     )
                 elif kind == "action":
@@ -661,10 +665,13 @@ class _Writer:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
                 self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
                 self._size = self._file.tell()
+            size = self._size
+            if size + sum(map(len, lines)) + len(lines) <= self.max_bytes:
+                self._append(lines)  # the usual case: the whole batch fits
+                return
             # One write per file: a batch that crosses max-file-bytes is split at the line
             # where the file would grow past it, so every file stays under the limit (but
             # one line longer than the limit) however the drain happened to batch records.
-            size = self._size
             for i, line in enumerate(lines):
                 n = len(line) + 1
                 if size and size + n > self.max_bytes:
@@ -692,7 +699,9 @@ class _Writer:
         warn_write_error(self.path, error)
 
     def _append(self, lines: list[bytes]) -> None:
-        data = b"\n".join(lines) + b"\n"
+        lines.append(b"")  # the last newline, without copying the joined bytes again
+        data = b"\n".join(lines)
+        lines.pop()
         self._file.write(data)
         self._file.flush()
         self._size += len(data)
@@ -714,24 +723,49 @@ class _Writer:
         self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
         self._size = 0
 
-    def _plain(self, data: bytes, limits: _Limits | None) -> bool:
-        """Whether a payload's JSON certainly needs no redaction (and, with ``limits``, no
-        truncation); conservative byte checks, any doubt is False (then the walk decides)."""
+    def _seen(self, payloads: list[Any]) -> tuple[bool, bool]:
+        """``(secret-free, long-string-free)`` of all these payloads' JSON together
+        (conservative: False when in doubt)."""
+        blob = b"\n".join(p for p in payloads if isinstance(p, bytes))
         secrets = self._secret_bytes
-        if secrets is None or _secret_key_in(data):
-            return False
-        for secret in secrets:
-            if secret in data:
+        secret_free = (
+            secrets is not None
+            and not _secret_key_in(blob)
+            and not any(secret in blob for secret in secrets)
+        )
+        long_free = len(blob) <= self.limits.string or self._long.search(blob) is None
+        return secret_free, long_free
+
+    def _plain(
+        self, data: bytes, limits: _Limits | None, seen: tuple[bool, bool] = (False, False)
+    ) -> bool:
+        """Whether a payload's JSON certainly needs no redaction (and, with ``limits``, no
+        truncation); conservative byte checks, any doubt is False (then the walk decides).
+        ``seen``: what :meth:`_seen` found of the run's payloads (skips those checks)."""
+        secret_free, long_free = seen
+        if not secret_free:
+            secrets = self._secret_bytes
+            if secrets is None or _secret_key_in(data):
                 return False
+            for secret in secrets:
+                if secret in data:
+                    return False
         if limits is None:
             return True
-        if len(data) > limits.string and self._long.search(data):
+        if not long_free and len(data) > limits.string and self._long.search(data):
             return False
         if data.count(b",") < limits.array and data.count(b"{") + data.count(b"[") <= limits.depth:
             return True
-        # Count the structure only (strings emptied): n items of a list have n - 1 commas;
-        # removing innermost bracket pairs ``depth`` times leaves nothing iff no nesting is deeper.
-        structure = (_STRING if b"\\" in data else _PLAIN_STRING).sub(b'""', data)
+        # Count the structure only (what is outside string literals): without escaped
+        # backslashes and quotes, every quote opens or closes a literal, so the pieces
+        # between them alternate outside / inside. n items of a list have n - 1 commas;
+        # removing innermost bracket pairs ``depth`` times leaves nothing iff no nesting
+        # is deeper.
+        if b"\\" in data:
+            # Escaped backslashes first (replace pairs them left to right, as a reader
+            # does): a backslash left before a quote then escapes it.
+            data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+        structure = b"".join(data.split(b'"')[::2])
         if structure.count(b",") >= limits.array:
             return False
         brackets = structure.translate(None, _NOT_BRACKETS)
@@ -742,16 +776,30 @@ class _Writer:
                 return True
         return not brackets
 
-    def _event_line(self, head: bytes, item: tuple[Any, ...]) -> bytes | None:
+    def _event_line(
+        self,
+        head: bytes,
+        item: tuple[Any, ...],
+        seen: tuple[bool, bool] = (False, False),
+        scratches: dict[int, bytes] | None = None,
+    ) -> bytes | None:
         """The fast path of an event record: the payload's JSON spliced in when nothing in
-        it needs redaction or truncation; None when the walk must decide."""
+        it needs redaction or truncation; None when the walk must decide. ``seen``: see
+        :meth:`_plain`; ``scratches``: the fields of scratches already made (by id, for
+        the events one action sent; valid while their records are alive)."""
         _, ts, event_id, event_type, data, parent, action, level, scratch = item
         if (
             not isinstance(data, bytes)
             or data[:1] != b"{"
-            or not self._plain(data, self.limits if level == "STANDARD" else None)
+            or not self._plain(data, self.limits if level == "STANDARD" else None, seen)
         ):
             return None
+        if scratches is None:
+            fields = self._scratch(scratch)
+        else:
+            fields = scratches.get(id(scratch))  # type: ignore[assignment]
+            if fields is None:
+                fields = scratches[id(scratch)] = self._scratch(scratch)
         return (
             b'{"record":"event",%s%s,"eventId":%s,"parentEventId":%s,"eventType":%s,'
             b'"action":%s,"logLevel":%s%s,"payload":%s}'
@@ -763,7 +811,7 @@ class _Writer:
                 self._name(event_type),
                 self._name(action),
                 self._name(level),
-                self._scratch(scratch),
+                fields,
                 data,
             )
         )
