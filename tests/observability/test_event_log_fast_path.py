@@ -42,11 +42,13 @@ def _item(attributes: dict[str, Any], level: str = "STANDARD") -> tuple[Any, ...
 RUN = _RunLog("k", "run-1")
 
 
-def _queue(observer: Any, item: tuple[Any, ...]) -> None:
-    """Queue ``item`` as the one record of an ended run."""
+def _queue(observer: Any, *items: tuple[Any, ...]) -> None:
+    """Queue ``items`` as the records of an ended run."""
     run_log = _RunLog(RUN.key, RUN.run_id)
-    run_log.records.append(item)
-    observer.queue.append((1, run_log))
+    for item in items:
+        run_log.records.extend(item)
+    run_log.count = len(items)
+    observer.queue.append(run_log)
 
 
 def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
@@ -176,12 +178,13 @@ def test_limits_come_from_the_configuration(
 def test_one_look_per_run_still_finds_a_secret_in_any_payload(observer: Any) -> None:
     """A run's payloads are looked at together first: a secret in one of them still takes
     that one through the walk (redacted), the others stay as they are."""
-    run_log = _RunLog(RUN.key, RUN.run_id)
-    run_log.records.append(_item({"input": {"key": "k0"}}))
-    run_log.records.append(_item({"note": f"called with {SECRET}", "text": "x" * 2500}))
-    run_log.records.append(_item({"api_key": "abc", "n": 1}))
-    run_log.records.append(_item({"output": "done"}))
-    observer.queue.append((4, run_log))
+    _queue(
+        observer,
+        _item({"input": {"key": "k0"}}),
+        _item({"note": f"called with {SECRET}", "text": "x" * 2500}),
+        _item({"api_key": "abc", "n": 1}),
+        _item({"output": "done"}),
+    )
     observer.writer.drain()
     lines = Path(observer.writer.path).read_text().splitlines()[-4:]
     payloads = [json.loads(line)["payload"] for line in lines]
