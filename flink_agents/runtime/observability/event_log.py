@@ -272,6 +272,17 @@ def _items(records: list[Any]) -> list[list[Any]]:
     return items
 
 
+def _scratch_fields(scratch: dict[str, Any]) -> dict[str, Any]:
+    """An action's fields in its events, in their order (a scratch is shared by the events
+    of one execution: it is not changed)."""
+    fields: dict[str, Any] = {}
+    for name in ("actionStart", "durationMs", "usage"):
+        value = scratch.get(name)
+        if value is not None:
+            fields[name] = round(value * 1000.0, 3) if name == "durationMs" else value
+    return fields
+
+
 def _error(exc: BaseException | None) -> str | None:
     return None if exc is None else f"{type(exc).__name__}: {exc}"
 
@@ -304,7 +315,7 @@ class _RunLog:
     the collector run, full collections included, ~30 us per run inside a Flink job.
     """
 
-    __slots__ = ("count", "early", "key", "records", "run_id", "scratch")
+    __slots__ = ("count", "early", "key", "pending", "records", "run_id", "scratch")
 
     def __init__(self, key: Any, run_id: str) -> None:
         self.key = key
@@ -314,9 +325,13 @@ class _RunLog:
         self.count = 0
         #: Records the writer took while the run was in progress (writer thread).
         self.early = 0
-        #: ``durationMs`` (in seconds until written) and ``usage`` of the action that ran
-        #: last: added to the events it sent.
+        #: ``actionStart``, ``durationMs`` (in seconds until written) and ``usage`` of the
+        #: action that ran last: added to the events it sent.
         self.scratch: dict[str, Any] | None = None
+        #: The action record of the execution that ended last without an error, until its
+        #: events say the same (then dropped) or it turns out to have sent none (then
+        #: recorded, by the run's next hook).
+        self.pending: tuple[Any, ...] | None = None
 
 
 class EventLogObserver(RunObserver):
@@ -423,6 +438,10 @@ class EventLogObserver(RunObserver):
             extend(("event", now, event_id, event_type, body, parent_id, action, level, scratch))
             n += 1
         run_log.count += n
+        if n:
+            run_log.pending = None  # its events carry the action's execution
+        elif run_log.pending is not None:
+            self._flush_pending(run_log)
 
     def action_finished(
         self,
@@ -435,23 +454,30 @@ class EventLogObserver(RunObserver):
         outcome: str | None,
     ) -> None:
         run_log = self._log_of(run)
+        if run_log.pending is not None:
+            self._flush_pending(run_log)
         scratch = run_log.scratch
         if scratch is None:
             scratch = run_log.scratch = {}
+        ts = run.started + (started - run.started_perf)
+        scratch["actionStart"] = ts
         scratch["durationMs"] = seconds  # in seconds: the writer rounds it to ms (off this thread)
-        run_log.records.extend(
-            (
-                "action",
-                run.started + (started - run.started_perf),
-                action,
-                to_json(event.id),
-                event.type,
-                seconds,
-                None if error is None else _error(error),
-                outcome,
-            )
-        )
+        record = ("action", ts, action, to_json(event.id), event.type, seconds)
+        if error is None and outcome is None:
+            # The events it sends say all this (action, parentEventId, actionStart,
+            # durationMs): an action record only if it sends none (see _flush_pending).
+            run_log.pending = record
+            return
+        run_log.records.extend((*record, _error(error), outcome))
         run_log.count += 1
+
+    @staticmethod
+    def _flush_pending(run_log: _RunLog) -> None:
+        """Record the action execution that ended without sending a logged event (called
+        by the next hook of its run)."""
+        run_log.records.extend((*run_log.pending, None, None))  # type: ignore[misc]
+        run_log.count += 1
+        run_log.pending = None
 
     def call_finished(
         self,
@@ -466,6 +492,8 @@ class EventLogObserver(RunObserver):
         replayed: bool,
     ) -> None:
         run_log = self._log_of(run)
+        if run_log.pending is not None:
+            self._flush_pending(run_log)
         usage = None
         extra = getattr(result, "extra_args", None) if kind == "model" else None
         if extra:
@@ -501,6 +529,8 @@ class EventLogObserver(RunObserver):
         run_log = self._log_of(run)
         del run.data[self._slot]
         self.open.pop(run.run_id, None)
+        if run_log.pending is not None:
+            self._flush_pending(run_log)
         run_log.records.extend(("run", run.started, seconds, _error(error)))
         run_log.count += 1
         self._put(run_log)
@@ -706,15 +736,11 @@ class _Writer:
         return b"null" if error is None else to_json(redact(error, self.secrets))
 
     def _scratch(self, scratch: dict[str, Any] | None) -> bytes:
-        """The fields an event takes from the action that sent it (``usage``,
-        ``durationMs``), with their leading comma."""
+        """The fields an event takes from the action that sent it (``actionStart``,
+        ``durationMs``, ``usage``), with their leading comma."""
         if not scratch:
             return b""
-        fields = dict(scratch)  # several events may share it: it is not changed
-        seconds = fields.get("durationMs")
-        if seconds is not None:
-            fields["durationMs"] = round(seconds * 1000.0, 3)
-        return b"," + to_json(fields, fallback=str)[1:-1]
+        return b"," + to_json(_scratch_fields(scratch), fallback=str)[1:-1]
 
     def _write(self, lines: list[bytes]) -> None:
         start = 0  # lines before it are written
@@ -898,10 +924,7 @@ class _Writer:
         record["action"] = action
         record["logLevel"] = level
         if scratch:
-            record.update(scratch)
-            seconds = scratch.get("durationMs")
-            if seconds is not None:
-                record["durationMs"] = round(seconds * 1000.0, 3)
+            record.update(_scratch_fields(scratch))
         record["payload"] = payload
         if truncated:
             record["truncated"] = True
