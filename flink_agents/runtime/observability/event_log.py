@@ -3,9 +3,11 @@
 One file per host instance (a Flink subtask, or a local runner):
 ``{baseLogDir}/events-{jobId}-{taskName}-{subtask}.log``, rotated by size. Each line is one
 record with ``record`` = ``event`` (an event sent: key, run id, event id, parent event id,
-type, the action that sent it, its duration and token usage, payload), ``action`` (an action
-execution), ``call`` (a model, tool or other durable call) or ``run`` (a run ended; its timestamp is
-its start). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
+type, the action that sent it with that execution's start, duration and token usage,
+payload), ``action`` (an action execution that sent no logged event, or failed, retried or
+was ignored: the others are described by their events), ``call`` (a model, tool or other
+durable call) or ``run`` (a run ended; its timestamp is its start). ``flink-agents trace``
+reads them back (``runtime/observability/trace.py``).
 
 The run thread serializes each event's payload (pydantic_core, so no event stays alive in the
 queue) and keeps it with plain values in the run's list of records, which goes to a bounded
@@ -740,7 +742,18 @@ class _Writer:
         ``durationMs``, ``usage``), with their leading comma."""
         if not scratch:
             return b""
-        return b"," + to_json(_scratch_fields(scratch), fallback=str)[1:-1]
+        start = scratch.get("actionStart")
+        seconds = scratch.get("durationMs")
+        usage = scratch.get("usage")
+        if start is None or seconds is None:  # not from action_finished: as the walk does
+            return b"," + to_json(_scratch_fields(scratch), fallback=str)[1:-1]
+        fields = b',"actionStart":%s,"durationMs":%s' % (
+            to_json(start),
+            to_json(round(seconds * 1000.0, 3)),
+        )
+        return (
+            fields if usage is None else b'%s,"usage":%s' % (fields, to_json(usage, fallback=str))
+        )
 
     def _write(self, lines: list[bytes]) -> None:
         start = 0  # lines before it are written
@@ -878,23 +891,26 @@ class _Writer:
             or not self._plain(data, self.limits if level == "STANDARD" else None, seen)
         ):
             return None
-        if scratches is None:
+        if not scratch:
+            fields = b""
+        elif scratches is None:
             fields = self._scratch(scratch)
         else:
             fields = scratches.get(id(scratch))  # type: ignore[assignment]
             if fields is None:
                 fields = scratches[id(scratch)] = self._scratch(scratch)
+        names = self._names
         return (
             b'{"record":"event",%s%s,"eventId":%s,"parentEventId":%s,"eventType":%s,'
             b'"action":%s,"logLevel":%s%s,"payload":%s}'
             % (
                 head,
                 to_json(ts),
-                _id_json(event_id),
-                _id_json(parent),
-                self._name(event_type),
-                self._name(action),
-                self._name(level),
+                event_id if type(event_id) is bytes else _id_json(event_id),
+                parent if type(parent) is bytes else _id_json(parent),
+                names.get(event_type) or self._name(event_type),
+                names.get(action) or self._name(action),
+                names.get(level) or self._name(level),
                 fields,
                 data,
             )
