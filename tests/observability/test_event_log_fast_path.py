@@ -42,11 +42,13 @@ def _item(attributes: dict[str, Any], level: str = "STANDARD") -> tuple[Any, ...
 RUN = _RunLog("k", "run-1")
 
 
-def _queue(observer: Any, item: tuple[Any, ...]) -> None:
-    """Queue ``item`` as the one record of an ended run."""
+def _queue(observer: Any, *items: tuple[Any, ...]) -> None:
+    """Queue ``items`` as the records of an ended run."""
     run_log = _RunLog(RUN.key, RUN.run_id)
-    run_log.records.append(item)
-    observer.queue.append((1, run_log))
+    for item in items:
+        run_log.records.extend(item)
+    run_log.count = len(items)
+    observer.queue.append(run_log)
 
 
 def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
@@ -70,6 +72,8 @@ PLAIN = [
     {"text": "[[[[[[{{{{{{ ,,,,,,,,,,,,,,,,,,,,,,,,,, ]]]]]"},  # brackets in a string only
     {"prompt_tokens": 3, "token_count": "many", "usage": {"total_tokens": 5}},  # no secret
     {"unicode": "héllo wörld ✓", "emoji": "🙂"},
+    # escaped quotes and backslashes around brackets and commas inside strings
+    {"text": 'a \\" [[[[[[ {{{{ ,,,,,,,,,,,,,,,,,,,,,,,, " \\', "b": [1], "c": '\\"{'},
 ]
 
 
@@ -90,6 +94,8 @@ FALLBACKS = [
     ({"items": list(range(21))}, True),  # a long array
     ({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}, True),  # deep nesting
     ({"a": [[[[[1]]]]]}, True),
+    ({"t": "ends with a backslash \\", "a": [[[[[1]]]]]}, True),  # then deep nesting
+    ({"t": '\\"', "items": list(range(21))}, True),
     ({"note": f"called with {SECRET}"}, False),  # a secret value
     ({"api_key": "abc"}, False),  # a secret-named key
     ({"nested": {"Client_Secrets": "abc"}}, False),
@@ -167,3 +173,22 @@ def test_limits_come_from_the_configuration(
             assert walk["truncated"] is True
     finally:
         obs.close()
+
+
+def test_one_look_per_run_still_finds_a_secret_in_any_payload(observer: Any) -> None:
+    """A run's payloads are looked at together first: a secret in one of them still takes
+    that one through the walk (redacted), the others stay as they are."""
+    _queue(
+        observer,
+        _item({"input": {"key": "k0"}}),
+        _item({"note": f"called with {SECRET}", "text": "x" * 2500}),
+        _item({"api_key": "abc", "n": 1}),
+        _item({"output": "done"}),
+    )
+    observer.writer.drain()
+    lines = Path(observer.writer.path).read_text().splitlines()[-4:]
+    payloads = [json.loads(line)["payload"] for line in lines]
+    assert payloads[0] == {"input": {"key": "k0"}} and payloads[3] == {"output": "done"}
+    assert payloads[1]["note"] == "called with ***" and payloads[1]["text"].endswith("chars]")
+    assert payloads[2] == {"api_key": "***", "n": 1}
+    assert SECRET not in "".join(lines)

@@ -59,6 +59,8 @@ def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
         observer.events_sent(run, sent, first, 'act"1')
         failure = ValueError(f"bad {SECRET}")
         observer.action_finished(run, "act2", sent[0], run.started_perf, 0.25, failure, "ignored")
+        # an action that sends nothing: its record comes with the run's next hook
+        observer.action_finished(run, "act3", sent[1], run.started_perf + 1.0, 0.125, None, None)
         observer.run_finished(run, 1.5, RuntimeError("boom"))
         observer.writer.drain()
         lines = _lines(path)
@@ -91,31 +93,23 @@ def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
                 "error": None,
                 "replayed": False,
             },
-            {
-                "record": "action",
-                **base,
-                "timestamp": run.started,
-                "action": 'act"1',
-                "eventId": first.id,
-                "eventType": "_input_event",
-                "durationMs": 500.0,
-                "error": None,
-                "outcome": None,
-            },
         ]
-        for event in sent:  # both events of the action carry its usage and duration
+        # An action that sent events has no record of its own: both events carry its
+        # start, duration and usage.
+        for event in sent:
             expected.append(
                 {
                     "record": "event",
                     **base,
-                    "timestamp": records[3]["timestamp"],
+                    "timestamp": records[2]["timestamp"],
                     "eventId": event.id,
                     "parentEventId": first.id,
                     "eventType": event.type,
                     "action": 'act"1',
                     "logLevel": "STANDARD",
-                    "usage": usage,
+                    "actionStart": run.started,
                     "durationMs": 500.0,
+                    "usage": usage,
                     "payload": dict(event.attributes),  # an Event writes them flat
                 }
             )
@@ -130,6 +124,17 @@ def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
                 "durationMs": 250.0,
                 "error": "ValueError: bad ***",
                 "outcome": "ignored",
+            },
+            {
+                "record": "action",
+                **base,
+                "timestamp": run.started + 1.0,
+                "action": "act3",
+                "eventId": sent[1].id,
+                "eventType": "b",
+                "durationMs": 125.0,
+                "error": None,
+                "outcome": None,
             },
             {
                 "record": "run",
@@ -158,14 +163,21 @@ def test_a_run_in_progress_is_written_at_a_flush(tmp_path: Path) -> None:
         observer.writer.drain()
         # the run waits (a slow model call, say): what it did so far is in the log
         assert [json.loads(line)["eventType"] for line in _lines(path)] == ["_input_event"]
+        observer.action_finished(run, "quiet", first, run.started_perf, 0.1, None, None)
         observer.action_finished(run, "act", first, run.started_perf, 0.1, None, None)
         observer.writer.drain()
         observer.events_sent(run, [Event(type="out", attributes={})], first, "act")
         observer.run_finished(run, 0.2, None)
         observer.writer.drain()
         observer.writer.drain()
-        kinds = [json.loads(line)["record"] for line in _lines(path)]
-        assert kinds == ["event", "action", "event", "run"]  # each once, in order
+        records = [json.loads(line) for line in _lines(path)]
+        # each once, in order: "quiet" sent nothing (a record of its own), "act" did
+        assert [(r["record"], r.get("action")) for r in records] == [
+            ("event", None),
+            ("action", "quiet"),
+            ("event", "act"),
+            ("run", None),
+        ]
         assert observer.open == {} and observer.queued == observer.taken == 2
     finally:
         observer.close()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.runtime.observability.trace import load_runs
 from tests.observability import agents
 from tests.observability.agents import SECRET, dump, tool_agent
 
@@ -89,25 +90,44 @@ def test_event_log_content_and_order_of_a_tool_calling_run(tmp_path: Path, write
         )
         for r in records
     ]
+    # An action execution that sent events is in its events (action, parentEventId,
+    # actionStart, durationMs); one that sent none (note_audit) has a record of its own.
     assert steps == [
         ("event", "_input_event", None),
-        ("action", "_input_event", "ask"),
         ("event", "audit", "ask"),
         ("event", "_chat_request_event", "ask"),
         ("action", "audit", "note_audit"),
         ("call", "model", "chat_model_action"),
-        ("action", "_chat_request_event", "chat_model_action"),
         ("event", "_tool_request_event", "chat_model_action"),
         ("call", "lookup", "tool_call_action"),
-        ("action", "_tool_request_event", "tool_call_action"),
         ("event", "_tool_response_event", "tool_call_action"),
         ("call", "model", "chat_model_action"),
-        ("action", "_tool_response_event", "chat_model_action"),
         ("event", "_chat_response_event", "chat_model_action"),
-        ("action", "_chat_response_event", "answer"),
         ("event", "_output_event", "answer"),
         ("run", None, None),
     ]
+    for r in records:
+        if r["record"] == "event" and r["action"] is not None:
+            assert r["actionStart"] <= r["timestamp"] and r["durationMs"] >= 0
+    # and the trace finds every action execution again, in order, with what it handled
+    (run,) = load_runs(tmp_path)
+    assert [(a.name, a.event_type) for a in run.actions] == [
+        ("ask", "_input_event"),
+        ("note_audit", "audit"),
+        ("chat_model_action", "_chat_request_event"),
+        ("tool_call_action", "_tool_request_event"),
+        ("chat_model_action", "_tool_response_event"),
+        ("answer", "_chat_response_event"),
+    ]
+    assert [[c.name for c in a.calls] for a in run.actions] == [
+        [],
+        [],
+        ["model"],
+        ["lookup"],
+        ["model"],
+        [],
+    ]
+    assert run.actions[0].sent == ["audit", "_chat_request_event"]
     events = [r for r in records if r["record"] == "event"]
     by_type = {r["eventType"]: r for r in events}
     # parent links: each event names the event whose action sent it

@@ -3,9 +3,11 @@
 One file per host instance (a Flink subtask, or a local runner):
 ``{baseLogDir}/events-{jobId}-{taskName}-{subtask}.log``, rotated by size. Each line is one
 record with ``record`` = ``event`` (an event sent: key, run id, event id, parent event id,
-type, the action that sent it, its duration and token usage, payload), ``action`` (an action
-execution), ``call`` (a model, tool or other durable call) or ``run`` (a run ended; its timestamp is
-its start). ``flink-agents trace`` reads them back (``runtime/observability/trace.py``).
+type, the action that sent it with that execution's start, duration and token usage,
+payload), ``action`` (an action execution that sent no logged event, or failed, retried or
+was ignored: the others are described by their events), ``call`` (a model, tool or other
+durable call) or ``run`` (a run ended; its timestamp is its start). ``flink-agents trace``
+reads them back (``runtime/observability/trace.py``).
 
 The run thread serializes each event's payload (pydantic_core, so no event stays alive in the
 queue) and keeps it with plain values in the run's list of records, which goes to a bounded
@@ -213,12 +215,10 @@ def _clean(
     return value, False
 
 
-# A JSON string literal (as pydantic_core writes it: only ``"``, ``\\`` and control characters
-# escaped, so a substring of a string value appears as its UTF-8 bytes).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # unrolled: 2x faster than (a|b)*
+# (pydantic_core writes JSON with only ``"``, ``\\`` and control characters escaped, so a
+# substring of a string value appears as its UTF-8 bytes.)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-# Without a backslash in the JSON, no string literal has an escaped quote inside.
-_PLAIN_STRING = re.compile(rb'"[^"]*"')
+_SEEN_NOTHING = (False, False)
 _ID_TYPE = {"id", "type"}
 # A key the plan's secret-name rule matches, followed by a string value: the rule ends with
 # ``$`` (which also matches before a final newline, written ``\n`` in JSON); were it not
@@ -252,8 +252,60 @@ def _key(key: Any) -> Any:
     return key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
 
 
+def _id_json(value: Any) -> bytes:
+    """The JSON of an event id: as recorded (JSON bytes), else made (a UUID, None)."""
+    return value if isinstance(value, bytes) else to_json(value, fallback=str)
+
+
+def _id_value(value: Any) -> Any:
+    """An event id as a JSON value (for the walk)."""
+    return json.loads(value) if isinstance(value, bytes) else value
+
+
+def _items(records: list[Any]) -> list[list[Any]]:
+    """A flat list of records' fields (see :class:`_RunLog`) cut into one list per record."""
+    items = []
+    i = 0
+    end = len(records)
+    while i < end:
+        size = _SIZES[records[i]]
+        items.append(records[i : i + size])
+        i += size
+    return items
+
+
+def _ms(seconds: float) -> float:
+    """Seconds as milliseconds rounded to the microsecond (``round(x, 3)`` is several times
+    slower: it rounds through decimal text)."""
+    return round(seconds * 1e6) / 1000.0
+
+
+def _scratch_fields(scratch: dict[str, Any]) -> dict[str, Any]:
+    """An action's fields in its events, in their order (a scratch is shared by the events
+    of one execution: it is not changed)."""
+    fields: dict[str, Any] = {}
+    for name in ("actionStart", "durationMs", "usage"):
+        value = scratch.get(name)
+        if value is not None:
+            fields[name] = _ms(value) if name == "durationMs" else value
+    return fields
+
+
 def _error(exc: BaseException | None) -> str | None:
     return None if exc is None else f"{type(exc).__name__}: {exc}"
+
+
+#: The number of fields of each kind of record, its kind included (see :class:`_RunLog`).
+_SIZES = {"event": 9, "action": 8, "call": 9, "run": 4}
+
+
+def _count(records: list[Any]) -> int:
+    """The number of records in a flat list of records' fields."""
+    i = n = 0
+    while i < len(records):
+        i += _SIZES[records[i]]
+        n += 1
+    return n
 
 
 class _RunLog:
@@ -262,17 +314,32 @@ class _RunLog:
     A run's records go to the queue as one item when the run ends (one queue operation per
     run, not one per record); the writer also takes what a run still in progress has
     recorded at each flush, so a long or stuck run shows up in the log while it waits.
+
+    ``records`` is flat: the fields of one record after another, each record starting with
+    its kind (``_SIZES`` fields in all), appended with one ``extend`` (atomic under the
+    GIL). Its fields are plain values (strings, numbers, JSON bytes; ids as their JSON): a
+    tuple per record, or an event id kept alive after its event, would be one more object
+    for the garbage collector that lives until the writer runs, and those survivors made
+    the collector run, full collections included, ~30 us per run inside a Flink job.
     """
 
-    __slots__ = ("key", "records", "run_id", "scratch")
+    __slots__ = ("count", "early", "key", "pending", "records", "run_id", "scratch")
 
     def __init__(self, key: Any, run_id: str) -> None:
         self.key = key
         self.run_id = run_id
-        self.records: list[tuple[Any, ...]] = []
-        #: ``durationMs`` (in seconds until written) and ``usage`` of the action that ran
-        #: last: added to the events it sent.
+        self.records: list[Any] = []
+        #: Records appended (run thread), then, once queued, the records queued.
+        self.count = 0
+        #: Records the writer took while the run was in progress (writer thread).
+        self.early = 0
+        #: ``actionStart``, ``durationMs`` (in seconds until written) and ``usage`` of the
+        #: action that ran last: added to the events it sent.
         self.scratch: dict[str, Any] | None = None
+        #: The action record of the execution that ended last without an error, until its
+        #: events say the same (then dropped) or it turns out to have sent none (then
+        #: recorded, by the run's next hook).
+        self.pending: tuple[Any, ...] | None = None
 
 
 class EventLogObserver(RunObserver):
@@ -298,8 +365,8 @@ class EventLogObserver(RunObserver):
         self.default_level = config.get(EventLogOptions.LEVEL)
         self._levels: dict[str, str] = {}
         self._max = config.get(EventLogOptions.QUEUE_SIZE)
-        #: Ended runs' records: ``(record count, run log)``.
-        self.queue: deque[tuple[int, _RunLog]] = deque()
+        #: Ended runs' records (``count``: how many).
+        self.queue: deque[_RunLog] = deque()
         #: Runs in progress, by run id (the writer takes their records so far).
         self.open: dict[str, _RunLog] = {}
         # Records queued and records the writer took; each is written by one thread only,
@@ -326,7 +393,8 @@ class EventLogObserver(RunObserver):
         return level
 
     def _put(self, run_log: _RunLog) -> None:
-        n = len(run_log.records)
+        # Those the writer took while the run was in progress are written already.
+        n = run_log.count - run_log.early
         if self.queued - self.taken + n > self._max:
             self.dropped.inc(n)
             if not self._warned_drop:
@@ -338,7 +406,8 @@ class EventLogObserver(RunObserver):
                 )
             return
         self.queued += n
-        self.queue.append((n, run_log))
+        run_log.count = n  # the writer counts them taken
+        self.queue.append(run_log)
 
     def _log_of(self, run: RunInfo) -> _RunLog:
         run_log = run.data.get(self._slot)
@@ -356,10 +425,11 @@ class EventLogObserver(RunObserver):
         run_log = self._log_of(run)
         scratch = run_log.scratch
         run_log.scratch = None
-        append = run_log.records.append
+        extend = run_log.records.extend
         levels = self._levels
         now = time.time()
-        parent_id = None if parent is None else parent.id
+        parent_id = None if parent is None else to_json(parent.id)
+        n = 0
         for event in events:
             event_type = event.type
             level = levels.get(event_type) or self.level_of(event_type)
@@ -372,7 +442,14 @@ class EventLogObserver(RunObserver):
                 body: bytes | Event = to_json(event, fallback=str, exclude=_ID_TYPE)
             except Exception:  # noqa: BLE001 - the writer reports it as an error record
                 body = event
-            append(("event", now, event.id, event_type, body, parent_id, action, level, scratch))
+            event_id = to_json(event.id)
+            extend(("event", now, event_id, event_type, body, parent_id, action, level, scratch))
+            n += 1
+        run_log.count += n
+        if n:
+            run_log.pending = None  # its events carry the action's execution
+        elif run_log.pending is not None:
+            self._flush_pending(run_log)
 
     def action_finished(
         self,
@@ -385,22 +462,30 @@ class EventLogObserver(RunObserver):
         outcome: str | None,
     ) -> None:
         run_log = self._log_of(run)
+        if run_log.pending is not None:
+            self._flush_pending(run_log)
         scratch = run_log.scratch
         if scratch is None:
             scratch = run_log.scratch = {}
+        ts = run.started + (started - run.started_perf)
+        scratch["actionStart"] = ts
         scratch["durationMs"] = seconds  # in seconds: the writer rounds it to ms (off this thread)
-        run_log.records.append(
-            (
-                "action",
-                run.started + (started - run.started_perf),
-                action,
-                event.id,
-                event.type,
-                seconds,
-                None if error is None else _error(error),
-                outcome,
-            )
-        )
+        record = ("action", ts, action, to_json(event.id), event.type, seconds)
+        if error is None and outcome is None:
+            # The events it sends say all this (action, parentEventId, actionStart,
+            # durationMs): an action record only if it sends none (see _flush_pending).
+            run_log.pending = record
+            return
+        run_log.records.extend((*record, _error(error), outcome))
+        run_log.count += 1
+
+    @staticmethod
+    def _flush_pending(run_log: _RunLog) -> None:
+        """Record the action execution that ended without sending a logged event (called
+        by the next hook of its run)."""
+        run_log.records.extend((*run_log.pending, None, None))  # type: ignore[misc]
+        run_log.count += 1
+        run_log.pending = None
 
     def call_finished(
         self,
@@ -415,6 +500,8 @@ class EventLogObserver(RunObserver):
         replayed: bool,
     ) -> None:
         run_log = self._log_of(run)
+        if run_log.pending is not None:
+            self._flush_pending(run_log)
         usage = None
         extra = getattr(result, "extra_args", None) if kind == "model" else None
         if extra:
@@ -431,7 +518,8 @@ class EventLogObserver(RunObserver):
                 total["total_tokens"] = total.get("total_tokens", 0) + int(
                     usage.get("total_tokens") or prompt + completion
                 )
-        run_log.records.append(
+        run_log.count += 1
+        run_log.records.extend(
             (
                 "call",
                 run.started + (started - run.started_perf),
@@ -449,16 +537,19 @@ class EventLogObserver(RunObserver):
         run_log = self._log_of(run)
         del run.data[self._slot]
         self.open.pop(run.run_id, None)
-        run_log.records.append(("run", run.started, seconds, _error(error)))
+        if run_log.pending is not None:
+            self._flush_pending(run_log)
+        run_log.records.extend(("run", run.started, seconds, _error(error)))
+        run_log.count += 1
         self._put(run_log)
 
-    def take(self) -> Iterator[tuple[_RunLog, list[tuple[Any, ...]]]]:
+    def take(self) -> Iterator[tuple[_RunLog, list[Any]]]:
         """What a writer takes at a flush, run by run: the records of ended runs (queued),
-        then what runs in progress recorded so far."""
+        then what runs in progress recorded so far (flat lists, see :class:`_RunLog`)."""
         queue = self.queue
         while queue:
-            n, run_log = queue.popleft()
-            self.taken += n
+            run_log = queue.popleft()
+            self.taken += run_log.count
             yield run_log, run_log.records
         # Runs in progress: under the GIL the copy and the deletion of that many records
         # from the front are each atomic, and the run thread only appends, so no record is
@@ -469,6 +560,7 @@ class EventLogObserver(RunObserver):
             if n:
                 taken = records[:n]
                 del records[:n]
+                run_log.early += _count(taken)
                 yield run_log, taken
 
     def close(self) -> None:
@@ -555,20 +647,28 @@ class _Writer:
             if lines:
                 self._write(lines)
 
-    def _format(self, run_log: _RunLog, records: list[tuple[Any, ...]], out: list[bytes]) -> None:
-        """Append the lines of ``records`` (of one run) to ``out``."""
+    def _format(self, run_log: _RunLog, records: list[Any], out: list[bytes]) -> None:
+        """Append the lines of ``records`` (of one run, flat: see :class:`_RunLog`) to
+        ``out``."""
         try:
             head = self._head(run_log)
+            items = _items(records)
         except Exception as exc:  # noqa: BLE001 - a bad record must not stop the log
             out.append(self._error_line(exc))
             return
         names = self._names
         named = self._name
-        for item in records:
+        # One look over all payloads of the part of the run for what no payload may have
+        # (a secret, a secret-named key, a long string): each payload is a part of the
+        # joined bytes, so none has it when they have not (a miss costs a look per payload).
+        payloads = [item[4] for item in items if item[0] == "event"]
+        seen = self._seen(payloads) if payloads else _SEEN_NOTHING
+        scratches: dict[int, bytes] = {}
+        for item in items:
             try:
                 kind = item[0]
                 if kind == "event":
-                    line = self._event_line(head, item) or to_json(
+                    line = self._event_line(head, item, seen, scratches) or to_json(
                         self._event_record(run_log, item), fallback=str
                     )
                 elif kind == "action":
@@ -580,9 +680,9 @@ class _Writer:
                             head,
                             to_json(ts),
                             names.get(action) or named(action),
-                            to_json(event_id, fallback=str),
+                            _id_json(event_id),
                             names.get(event_type) or named(event_type),
-                            to_json(round(seconds * 1000.0, 3)),
+                            to_json(_ms(seconds)),
                             self._error_json(error),
                             names.get(outcome) or named(outcome),
                         )
@@ -598,7 +698,7 @@ class _Writer:
                             names.get(action) or named(action),
                             names.get(call_kind) or named(call_kind),
                             names.get(call_name) or named(call_name),
-                            to_json(round(seconds * 1000.0, 3)),
+                            to_json(_ms(seconds)),
                             to_json(usage, fallback=str),
                             self._error_json(error),
                             b"true" if replayed else b"false",
@@ -609,7 +709,7 @@ class _Writer:
                     line = b'{"record":"run",%s%s,"durationMs":%s,"status":"%s","error":%s}' % (
                         head,
                         to_json(ts),
-                        to_json(round(seconds * 1000.0, 3)),
+                        to_json(_ms(seconds)),
                         b"failed" if error else b"ok",
                         self._error_json(error),
                     )
@@ -644,15 +744,22 @@ class _Writer:
         return b"null" if error is None else to_json(redact(error, self.secrets))
 
     def _scratch(self, scratch: dict[str, Any] | None) -> bytes:
-        """The fields an event takes from the action that sent it (``usage``,
-        ``durationMs``), with their leading comma."""
+        """The fields an event takes from the action that sent it (``actionStart``,
+        ``durationMs``, ``usage``), with their leading comma."""
         if not scratch:
             return b""
-        fields = dict(scratch)  # several events may share it: it is not changed
-        seconds = fields.get("durationMs")
-        if seconds is not None:
-            fields["durationMs"] = round(seconds * 1000.0, 3)
-        return b"," + to_json(fields, fallback=str)[1:-1]
+        start = scratch.get("actionStart")
+        seconds = scratch.get("durationMs")
+        usage = scratch.get("usage")
+        if start is None or seconds is None:  # not from action_finished: as the walk does
+            return b"," + to_json(_scratch_fields(scratch), fallback=str)[1:-1]
+        fields = b',"actionStart":%s,"durationMs":%s' % (
+            to_json(start),
+            to_json(_ms(seconds)),
+        )
+        return (
+            fields if usage is None else b'%s,"usage":%s' % (fields, to_json(usage, fallback=str))
+        )
 
     def _write(self, lines: list[bytes]) -> None:
         start = 0  # lines before it are written
@@ -661,10 +768,13 @@ class _Writer:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
                 self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
                 self._size = self._file.tell()
+            size = self._size
+            if size + sum(map(len, lines)) + len(lines) <= self.max_bytes:
+                self._append(lines)  # the usual case: the whole batch fits
+                return
             # One write per file: a batch that crosses max-file-bytes is split at the line
             # where the file would grow past it, so every file stays under the limit (but
             # one line longer than the limit) however the drain happened to batch records.
-            size = self._size
             for i, line in enumerate(lines):
                 n = len(line) + 1
                 if size and size + n > self.max_bytes:
@@ -692,7 +802,9 @@ class _Writer:
         warn_write_error(self.path, error)
 
     def _append(self, lines: list[bytes]) -> None:
-        data = b"\n".join(lines) + b"\n"
+        lines.append(b"")  # the last newline, without copying the joined bytes again
+        data = b"\n".join(lines)
+        lines.pop()
         self._file.write(data)
         self._file.flush()
         self._size += len(data)
@@ -714,24 +826,49 @@ class _Writer:
         self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
         self._size = 0
 
-    def _plain(self, data: bytes, limits: _Limits | None) -> bool:
-        """Whether a payload's JSON certainly needs no redaction (and, with ``limits``, no
-        truncation); conservative byte checks, any doubt is False (then the walk decides)."""
+    def _seen(self, payloads: list[Any]) -> tuple[bool, bool]:
+        """``(secret-free, long-string-free)`` of all these payloads' JSON together
+        (conservative: False when in doubt)."""
+        blob = b"\n".join(p for p in payloads if isinstance(p, bytes))
         secrets = self._secret_bytes
-        if secrets is None or _secret_key_in(data):
-            return False
-        for secret in secrets:
-            if secret in data:
+        secret_free = (
+            secrets is not None
+            and not _secret_key_in(blob)
+            and not any(secret in blob for secret in secrets)
+        )
+        long_free = len(blob) <= self.limits.string or self._long.search(blob) is None
+        return secret_free, long_free
+
+    def _plain(
+        self, data: bytes, limits: _Limits | None, seen: tuple[bool, bool] = (False, False)
+    ) -> bool:
+        """Whether a payload's JSON certainly needs no redaction (and, with ``limits``, no
+        truncation); conservative byte checks, any doubt is False (then the walk decides).
+        ``seen``: what :meth:`_seen` found of the run's payloads (skips those checks)."""
+        secret_free, long_free = seen
+        if not secret_free:
+            secrets = self._secret_bytes
+            if secrets is None or _secret_key_in(data):
                 return False
+            for secret in secrets:
+                if secret in data:
+                    return False
         if limits is None:
             return True
-        if len(data) > limits.string and self._long.search(data):
+        if not long_free and len(data) > limits.string and self._long.search(data):
             return False
         if data.count(b",") < limits.array and data.count(b"{") + data.count(b"[") <= limits.depth:
             return True
-        # Count the structure only (strings emptied): n items of a list have n - 1 commas;
-        # removing innermost bracket pairs ``depth`` times leaves nothing iff no nesting is deeper.
-        structure = (_STRING if b"\\" in data else _PLAIN_STRING).sub(b'""', data)
+        # Count the structure only (what is outside string literals): without escaped
+        # backslashes and quotes, every quote opens or closes a literal, so the pieces
+        # between them alternate outside / inside. n items of a list have n - 1 commas;
+        # removing innermost bracket pairs ``depth`` times leaves nothing iff no nesting
+        # is deeper.
+        if b"\\" in data:
+            # Escaped backslashes first (replace pairs them left to right, as a reader
+            # does): a backslash left before a quote then escapes it.
+            data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+        structure = b"".join(data.split(b'"')[::2])
         if structure.count(b",") >= limits.array:
             return False
         brackets = structure.translate(None, _NOT_BRACKETS)
@@ -742,33 +879,50 @@ class _Writer:
                 return True
         return not brackets
 
-    def _event_line(self, head: bytes, item: tuple[Any, ...]) -> bytes | None:
+    def _event_line(
+        self,
+        head: bytes,
+        item: Sequence[Any],
+        seen: tuple[bool, bool] = (False, False),
+        scratches: dict[int, bytes] | None = None,
+    ) -> bytes | None:
         """The fast path of an event record: the payload's JSON spliced in when nothing in
-        it needs redaction or truncation; None when the walk must decide."""
+        it needs redaction or truncation; None when the walk must decide. ``seen``: see
+        :meth:`_plain`; ``scratches``: the fields of scratches already made (by id, for
+        the events one action sent; valid while their records are alive)."""
         _, ts, event_id, event_type, data, parent, action, level, scratch = item
         if (
             not isinstance(data, bytes)
             or data[:1] != b"{"
-            or not self._plain(data, self.limits if level == "STANDARD" else None)
+            or not self._plain(data, self.limits if level == "STANDARD" else None, seen)
         ):
             return None
+        if not scratch:
+            fields = b""
+        elif scratches is None:
+            fields = self._scratch(scratch)
+        else:
+            fields = scratches.get(id(scratch))  # type: ignore[assignment]
+            if fields is None:
+                fields = scratches[id(scratch)] = self._scratch(scratch)
+        names = self._names
         return (
             b'{"record":"event",%s%s,"eventId":%s,"parentEventId":%s,"eventType":%s,'
             b'"action":%s,"logLevel":%s%s,"payload":%s}'
             % (
                 head,
                 to_json(ts),
-                to_json(event_id, fallback=str),  # a UUID: written as its string
-                to_json(parent, fallback=str),
-                self._name(event_type),
-                self._name(action),
-                self._name(level),
-                self._scratch(scratch),
+                event_id if type(event_id) is bytes else _id_json(event_id),
+                parent if type(parent) is bytes else _id_json(parent),
+                names.get(event_type) or self._name(event_type),
+                names.get(action) or self._name(action),
+                names.get(level) or self._name(level),
+                fields,
                 data,
             )
         )
 
-    def _event_record(self, run_log: _RunLog, item: tuple[Any, ...]) -> dict[str, Any]:
+    def _event_record(self, run_log: _RunLog, item: Sequence[Any]) -> dict[str, Any]:
         """The walk: an event record whose payload is redacted and truncated as a value."""
         _, ts, event_id, event_type, body, parent, action, level, scratch = item
         if isinstance(body, bytes):
@@ -786,16 +940,13 @@ class _Writer:
         record["key"] = _key(run_log.key)
         record["runId"] = run_log.run_id
         record["timestamp"] = ts
-        record["eventId"] = event_id
-        record["parentEventId"] = parent
+        record["eventId"] = _id_value(event_id)
+        record["parentEventId"] = _id_value(parent)
         record["eventType"] = event_type
         record["action"] = action
         record["logLevel"] = level
         if scratch:
-            record.update(scratch)
-            seconds = scratch.get("durationMs")
-            if seconds is not None:
-                record["durationMs"] = round(seconds * 1000.0, 3)
+            record.update(_scratch_fields(scratch))
         record["payload"] = payload
         if truncated:
             record["truncated"] = True

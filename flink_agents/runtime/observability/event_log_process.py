@@ -4,11 +4,11 @@ Formatting the lines and writing them costs the job's Python process CPU and, wo
 thread-mode Flink job, the GIL its operator and loop threads wait for. So a child process
 (the same interpreter) does it: the parent's feeder thread takes what runs recorded, every
 ``event-log.flush-ms`` as today, and sends it down a pipe as one length-prefixed pickle
-(records are tuples of bytes, strings and numbers: cheap to pickle); the child formats the
-lines with :class:`_Writer`'s code (the same bytes), rotates the file, and reports what it
-wrote, what it could not write and the first write error back over its stdout, which a
-reader thread in the parent turns into ``eventLogRecordsWritten``, ``eventLogWriteErrors``
-and the one warning.
+(a run's records are one flat list of bytes, strings and numbers: cheap to pickle); the
+child formats the lines with :class:`_Writer`'s code (the same bytes), rotates the file,
+and reports what it wrote, what it could not write and the first write error back over its
+stdout, which a reader thread in the parent turns into ``eventLogRecordsWritten``,
+``eventLogWriteErrors`` and the one warning.
 
 The child exits when its stdin reaches EOF (the parent closed it, or died: no orphans). The
 run thread never waits for the child: it queues per-run items as before (bounded, drops

@@ -156,6 +156,7 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
             run.status = str(r.get("status"))
             run.error = r.get("error")
     for run_id, run in runs.items():
+        _actions_from_events(run)
         run.actions.sort(key=lambda a: a.start)
         for action_name, call in calls.get(run_id, []):
             owner = _owner(run.actions, action_name, call.start)
@@ -168,6 +169,32 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
             if action is not None:
                 action.sent.append(str(event.get("eventType")))
     return sorted(runs.values(), key=lambda r: r.start)
+
+
+def _actions_from_events(run: Run) -> None:
+    """Add the action executions that only their events describe: an execution that sent
+    events and ended without an error has no record of its own; its events carry
+    ``action``, ``parentEventId`` (the event it handled), ``actionStart`` and ``durationMs``."""
+    known = {(a.event_id, a.name) for a in run.actions}
+    types = {str(e.get("eventId")): str(e.get("eventType")) for e in run.events}
+    for event in run.events:
+        name = event.get("action")
+        if name is None:
+            continue
+        trigger = str(event.get("parentEventId"))
+        if (trigger, str(name)) in known:
+            continue
+        known.add((trigger, str(name)))
+        start = event.get("actionStart")
+        run.actions.append(
+            ActionRun(
+                str(name),
+                types.get(trigger, "?"),
+                trigger,
+                float(start if start is not None else event["timestamp"]),
+                float(event.get("durationMs") or 0),
+            )
+        )
 
 
 def _owner(actions: list[ActionRun], name: str, start: float) -> ActionRun | None:
