@@ -409,3 +409,46 @@ def ops_agent(latency: float) -> Agent:
     )
     agent.add_resource("model", ResourceDescriptor(clazz=ScriptedChatModelSetup, connection="conn"))
     return agent
+
+
+# -- a key in flight at a checkpoint, then a failure elsewhere ------------------------------------
+def submit_until_failed(calls_file: str, marker: str, i: int) -> str:
+    """A durable call that logs when it really runs, then hangs until the job has failed
+    (``marker`` exists): its outcome is never recorded before the failure."""
+    with open(calls_file, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"call": "submit", "i": i, "t": time.time()}) + "\n")
+    deadline = time.time() + 60
+    while not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.02)
+    return f"submitted-{i}"
+
+
+async def submit_or_echo(event: InputEvent, ctx: RunnerContext) -> None:
+    """``call``: the durable call :func:`submit_until_failed` with a reconciler (which logs
+    too); any other input: echoed at once."""
+    record = event.input
+    if record["kind"] != "call":
+        ctx.send_event(OutputEvent(output=record))
+        return
+    calls_file = ctx.config.get("test.calls_file")
+
+    def reconcile() -> str:
+        with open(calls_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"call": "reconcile", "i": record["i"]}) + "\n")
+        return f"reconciled-{record['i']}"
+
+    result = await ctx.durable_execute_async(
+        submit_until_failed,
+        calls_file,
+        ctx.config.get("test.marker"),
+        record["i"],
+        reconciler=reconcile,
+    )
+    ctx.send_event(OutputEvent(output={**record, "result": result}))
+
+
+def submit_or_echo_agent() -> Agent:
+    """See :func:`submit_or_echo`."""
+    agent = Agent()
+    agent.add_action("submit_or_echo", InputEvent, submit_or_echo)
+    return agent

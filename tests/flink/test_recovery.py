@@ -18,6 +18,7 @@ from pyflink.common.typeinfo import Types
 from pyflink.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
 from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+from pyflink.java_gateway import get_gateway
 
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from tests.flink import agents
@@ -66,6 +67,7 @@ def _restartable_env(
     bundle: tuple[int, int],
     checkpoint_ms: int,
     backend: str = "hashmap",
+    min_pause_ms: int = 0,
     **config,
 ) -> tuple[StreamExecutionEnvironment, AgentsExecutionEnvironment]:
     """A one-slot MiniCluster job with checkpointing and a fixed-delay restart strategy, in
@@ -86,6 +88,8 @@ def _restartable_env(
         conf.set_string("state.backend.type", "rocksdb")
         conf.set_string("execution.checkpointing.incremental", "true")
         conf.set_string("execution.checkpointing.dir", (tmp_path / "checkpoints").as_uri())
+    if min_pause_ms:
+        conf.set_string("execution.checkpointing.min-pause", f"{min_pause_ms} ms")
     conf.set_string("python.execution-mode", MODE)  # the whole job, upstream maps too
     conf.set_string("python.fn-execution.bundle.size", str(bundle[0]))
     conf.set_string("python.fn-execution.bundle.time", str(bundle[1]))
@@ -246,3 +250,125 @@ def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_
     lines = [json.loads(line) for line in calls.read_text().splitlines()]
     print(f"\n[{MODE}] calls of the durable call: {len(lines)}")
     assert [line["i"] for line in lines] == [WARMUPS], "the call was made again after the restore"
+
+
+#: The paced source's rate; it runs until the test stops the job (its start comes seconds
+#: before the Python operators run, up to 12 s on a loaded machine, so no fixed length fits).
+ROWS_PER_SECOND = 25
+
+
+def _committed_lines(out_dir: str) -> list[str]:
+    """Lines of a FileSink's finalized part files (in-progress ones start with '.')."""
+    lines: list[str] = []
+    for root, _, files in os.walk(out_dir):
+        for name in files:
+            if not name.startswith("."):
+                try:
+                    with open(os.path.join(root, name), encoding="utf-8") as fh:
+                        lines.extend(line.strip() for line in fh)
+                except OSError:  # renamed while reading
+                    pass
+    return lines
+
+
+class _FailAfterFirstCheckpoint(MapFunction):
+    """Makes the records (0: the ``call``, then ticks) and fails the job once, at the first
+    record after the checkpoint taken after record 0 has completed: that checkpoint is the
+    one restored, and its barrier reached the agent right after the bundle holding the call
+    (record 0 is committed by the side sink of the source's rows exactly then)."""
+
+    def __init__(self, side_dir: str, marker: str) -> None:
+        self._side_dir = side_dir
+        self._marker = marker
+
+    def map(self, row: Any) -> dict:
+        n = int(row[0])
+        if not os.path.exists(self._marker) and "+I[0]" in _committed_lines(self._side_dir):
+            with open(self._marker, "w", encoding="utf-8") as fh:
+                fh.write(f"failed at record {n}\n")
+            raise RuntimeError(f"injected failure at record {n}")
+        if n == 0:
+            return {"kind": "call", "key": "call", "i": n}
+        return {"kind": "tick", "key": f"t{n % 3}", "i": n}
+
+
+def test_key_in_flight_at_the_restored_checkpoint_resumes_with_its_call_record(tmp_path) -> None:
+    """A key's run is in flight (a durable call with a reconciler) when the checkpoint right
+    after its input is taken; the job fails before the next one. After the restore the key
+    resumes from the checkpoint: its processing-time timer and the call's pending marker are
+    in it, so the reconciler answers and the call is not made again.
+
+    In process mode, with bundles that only checkpoint barriers finish, the call's input is
+    always in the bundle that the restored checkpoint's barrier finishes, and both failed
+    every time before the bridge jar's operator handled them: PyFlink registered the timers
+    Python set in that bundle by mailbox mails that ran after the snapshot (the key never
+    resumed: its input was lost), and Beam's Python worker ran the barrier hook's timer
+    before the bundle's records (the marker was not saved: the call was made again).
+    """
+    out_dir, marker, calls = tmp_path / "out", tmp_path / "failed", tmp_path / "calls.jsonl"
+    side_dir = tmp_path / "rows"
+    env, agents_env = _restartable_env(
+        tmp_path,
+        attempts=2,
+        delay="1 s",
+        bundle=(100_000, 3_600_000),
+        checkpoint_ms=200,
+        # The next barrier comes this long after a checkpoint completed: the side sink has
+        # committed record 0 by then, and the records before that barrier fail the job.
+        min_pause_ms=300,
+    )
+    t_env = agents_env.t_env
+    # A paced source without Python: Python operators take their records only when a
+    # barrier finishes their bundle here. (Its sequence generator holds every value of the
+    # range in memory: the range is only long enough for the test.)
+    t_env.execute_sql(
+        "CREATE TEMPORARY TABLE numbers (n BIGINT) WITH ('connector' = 'datagen', "
+        f"'rows-per-second' = '{ROWS_PER_SECOND}', 'fields.n.kind' = 'sequence', "
+        "'fields.n.start' = '0', 'fields.n.end' = '20000')"
+    )
+    rows = t_env.to_data_stream(t_env.from_path("numbers"))
+    rows.sink_to(
+        FileSink.for_row_format(str(side_dir), Encoder.simple_string_encoder())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    # Not chained to the source: datagen is a legacy SourceFunction, and an error of an
+    # operator chained to it ends the source's thread only; a checkpoint the task takes
+    # before it fails has the source past the failed record, which is then lost (2 of 4 runs
+    # in thread mode).
+    records = rows.map(
+        _FailAfterFirstCheckpoint(str(side_dir), str(marker)),
+        output_type=Types.PICKLED_BYTE_ARRAY(),
+    ).disable_chaining()
+    out = (
+        agents_env.from_datastream(records, lambda r: r["key"])
+        .apply(agents.submit_or_echo_agent())
+        .to_datastream()
+    )
+    _sink_exactly_once(out, out_dir)
+    agents_env.configure_workers()
+    client = env.execute_async("a key in flight at the restored checkpoint")
+    try:
+        # Until the call's output is committed after the restore (or the deadline).
+        deadline = time.time() + 90
+        while time.time() < deadline and not any(
+            o["kind"] == "call" for o in agents.finalized_outputs(str(out_dir))
+        ):
+            time.sleep(0.2)
+    finally:
+        # Stop with a draining savepoint: the source stops, every run finishes and both
+        # sinks commit what they got.
+        fmt = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+        client._j_job_client.stopWithSavepoint(True, (tmp_path / "sp").as_uri(), fmt).get()
+        client.get_job_execution_result().result()
+
+    assert marker.exists(), "the injected failure did not happen"
+    outputs = agents.finalized_outputs(str(out_dir))
+    calls_made = [json.loads(line)["call"] for line in calls.read_text().splitlines()]
+    print(f"\n[{MODE}] durable call log: {calls_made}")
+    assert [o["result"] for o in outputs if o["kind"] == "call"] == ["reconciled-0"]
+    assert calls_made == ["submit", "reconcile"]
+    # Every record the source sent (once each in the side sink) has its output once.
+    sent = sorted(int(line[3:-1]) for line in _committed_lines(str(side_dir)) if line)
+    assert len(sent) > 1 and sent == list(range(len(sent)))
+    assert sorted(o["i"] for o in outputs) == sent, "an input was lost or repeated"

@@ -15,11 +15,19 @@ import java.util.Map;
 
 /**
  * PyFlink's process-mode keyed process operator plus one hook: right before each checkpoint
- * barrier it hands the Python function a processing-time timer at {@link #BARRIER_TIMER}
- * (for the operator's current key), in the bundle that the barrier then finishes. The
- * function takes a timer at that time for the barrier hook: it writes the durable call
- * records of every key with work in flight to keyed state (state writes of a bundle reach
- * the state backend when the bundle finishes, before the barrier).
+ * barrier it finishes the open bundle, then hands the Python function a processing-time timer
+ * at {@link #BARRIER_TIMER} (for the operator's current key), in a bundle of its own that the
+ * barrier then finishes. The function takes a timer at that time for the barrier hook: it
+ * writes the durable call records of every key with work in flight to keyed state (state
+ * writes of a bundle reach the state backend when the bundle finishes, before the barrier).
+ * The open bundle goes first because Beam's Python worker handles the timers of a data
+ * message before its records: sent into the open bundle, the timer could run before inputs
+ * that came ahead of it and miss the calls of the runs they start.
+ *
+ * <p>After the last bundle it registers the timers Python set in it, which PyFlink registers
+ * only later, by mailbox mails that run after the snapshot: without that, the checkpoint held
+ * a key's pending input (state writes are synchronous) but not the timer that resumes it, and
+ * after a restore the key's run never resumed (unless the key got another input).
  *
  * <p>PyFlink's own operator runs no Python at a barrier when the current bundle is empty
  * ({@code invokeFinishBundle} does nothing then), so the timer is what makes the hook run at
@@ -78,11 +86,21 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
         Object key = getCurrentKey();
         if (!finished && key instanceof Row) {
             // Before any element or timer there is no key, and nothing in flight either.
+            // The open bundle is finished first: Beam's Python worker takes the timers of a
+            // data message before its records, so the timer sent into the open bundle could
+            // run before records sent ahead of it (and miss the runs they start).
+            invokeFinishBundle();
             onProcessingTime(
                     new TimerHeapInternalTimer<Row, Object>(
                             BARRIER_TIMER, (Row) key, VoidNamespace.INSTANCE));
         }
         super.prepareSnapshotPreBarrier(checkpointId);
+        // PyFlink registers the timers that Python set in a bundle by mailbox mails, which run
+        // after this checkpoint's snapshot: the timers of the bundle just finished would be
+        // missing from it (its state writes are in it), and a key whose run was in flight
+        // would not wake up after a restore. They are registered now; the mails then find
+        // them registered.
+        drainUnregisteredTimers();
     }
 
     @Override
