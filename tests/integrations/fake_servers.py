@@ -87,6 +87,17 @@ class ScriptedServer:
                     server.active += 1
                     server.max_active = max(server.max_active, server.active)
                     index = len(server.requests) - 1
+                ended = False
+
+                def end() -> None:
+                    # Before the reply is written: once the client has it, it may send the
+                    # next request before this thread runs again (a false max_active).
+                    nonlocal ended
+                    if not ended:
+                        ended = True
+                        with server._lock:
+                            server.active -= 1
+
                 try:
                     reply = server._reply_for(request, index)
                     if reply.delay:
@@ -102,13 +113,13 @@ class ScriptedServer:
                     self.send_header("content-length", str(len(data)))
                     for k, v in reply.headers.items():
                         self.send_header(k, v)
+                    end()
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
                 finally:
-                    with server._lock:
-                        server.active -= 1
+                    end()
 
             do_POST = _handle
             do_GET = _handle
