@@ -17,32 +17,12 @@ from typing import Any
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
 from flink_agents.api.runner_context import RunnerContext
+from tests.flink.agents import finalized_outputs, submit_until_failed
 
 
 def _log(path: str, entry: dict[str, Any]) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps({**entry, "t": time.time()}) + "\n")
-
-
-def finalized_outputs(out_dir: str) -> list[dict[str, Any]]:
-    """Records in a FileSink's finalized part files (in-progress ones start with '.')."""
-    found = []
-    for root, _, files in os.walk(out_dir):
-        for name in files:
-            if not name.startswith("."):
-                with open(os.path.join(root, name), encoding="utf-8") as fh:
-                    found.extend(json.loads(line) for line in fh if line.strip())
-    return found
-
-
-def submit_payment(calls_file: str, marker: str, order: int) -> str:
-    """Logs the submission, then hangs until the job has failed (so that its outcome is
-    never recorded before the failure)."""
-    _log(calls_file, {"call": "submit", "order": order})
-    deadline = time.time() + 60
-    while not os.path.exists(marker) and time.time() < deadline:
-        time.sleep(0.02)
-    return f"submitted-{order}"
 
 
 async def pay(event: Event, ctx: RunnerContext) -> None:
@@ -59,7 +39,7 @@ async def pay(event: Event, ctx: RunnerContext) -> None:
             return f"reconciled-{record['i']}"
 
         result = await ctx.durable_execute_async(
-            submit_payment, calls_file, marker, record["i"], reconciler=payment_reconciler
+            submit_until_failed, calls_file, marker, record["i"], reconciler=payment_reconciler
         )
         ctx.send_event(OutputEvent(output={**record, "result": result}))
         return

@@ -181,17 +181,27 @@ def picky_agent(strategy: ErrorHandlingStrategy, latency: float = 0.0) -> Agent:
 
 
 # -- recovery: fails once, after some outputs were committed by a checkpoint --------------------
-def finalized_files(out_dir: str) -> list[list[dict[str, Any]]]:
-    """Records of each of the FileSink's finalized part files (in-progress ones start
-    with '.')."""
+def finalized_lines(out_dir: str, *, skip_unreadable: bool = False) -> list[list[str]]:
+    """The lines of each of a FileSink's finalized part files (in-progress ones start with
+    '.'); ``skip_unreadable``: a file that cannot be read is left out (for reads while the
+    job runs)."""
     found = []
     for root, _, files in os.walk(out_dir):
         for name in files:
             if name.startswith("."):
                 continue
-            with open(os.path.join(root, name), encoding="utf-8") as fh:
-                found.append([json.loads(line) for line in fh if line.strip()])
+            try:
+                with open(os.path.join(root, name), encoding="utf-8") as fh:
+                    found.append([line.strip() for line in fh if line.strip()])
+            except OSError:
+                if not skip_unreadable:
+                    raise
     return found
+
+
+def finalized_files(out_dir: str) -> list[list[dict[str, Any]]]:
+    """Records of each of the FileSink's finalized part files."""
+    return [[json.loads(line) for line in part] for part in finalized_lines(out_dir)]
 
 
 def finalized_outputs(out_dir: str) -> list[dict[str, Any]]:

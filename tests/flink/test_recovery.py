@@ -258,17 +258,8 @@ ROWS_PER_SECOND = 25
 
 
 def _committed_lines(out_dir: str) -> list[str]:
-    """Lines of a FileSink's finalized part files (in-progress ones start with '.')."""
-    lines: list[str] = []
-    for root, _, files in os.walk(out_dir):
-        for name in files:
-            if not name.startswith("."):
-                try:
-                    with open(os.path.join(root, name), encoding="utf-8") as fh:
-                        lines.extend(line.strip() for line in fh)
-                except OSError:  # renamed while reading
-                    pass
-    return lines
+    """Lines of a FileSink's finalized part files, read while the job runs."""
+    return [line for part in agents.finalized_lines(out_dir, skip_unreadable=True) for line in part]
 
 
 class _FailAfterFirstCheckpoint(MapFunction):
