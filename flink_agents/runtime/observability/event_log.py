@@ -840,7 +840,7 @@ class _Writer:
         return secret_free, long_free
 
     def _plain(
-        self, data: bytes, limits: _Limits | None, seen: tuple[bool, bool] = (False, False)
+        self, data: bytes, limits: _Limits | None, seen: tuple[bool, bool] = _SEEN_NOTHING
     ) -> bool:
         """Whether a payload's JSON certainly needs no redaction (and, with ``limits``, no
         truncation); conservative byte checks, any doubt is False (then the walk decides).
@@ -883,7 +883,7 @@ class _Writer:
         self,
         head: bytes,
         item: Sequence[Any],
-        seen: tuple[bool, bool] = (False, False),
+        seen: tuple[bool, bool] = _SEEN_NOTHING,
         scratches: dict[int, bytes] | None = None,
     ) -> bytes | None:
         """The fast path of an event record: the payload's JSON spliced in when nothing in

@@ -86,20 +86,15 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
         Object key = getCurrentKey();
         if (!finished && key instanceof Row) {
             // Before any element or timer there is no key, and nothing in flight either.
-            // The open bundle is finished first: Beam's Python worker takes the timers of a
-            // data message before its records, so the timer sent into the open bundle could
-            // run before records sent ahead of it (and miss the runs they start).
+            // The open bundle first, so that the hook runs after its records (class comment).
             invokeFinishBundle();
             onProcessingTime(
                     new TimerHeapInternalTimer<Row, Object>(
                             BARRIER_TIMER, (Row) key, VoidNamespace.INSTANCE));
         }
         super.prepareSnapshotPreBarrier(checkpointId);
-        // PyFlink registers the timers that Python set in a bundle by mailbox mails, which run
-        // after this checkpoint's snapshot: the timers of the bundle just finished would be
-        // missing from it (its state writes are in it), and a key whose run was in flight
-        // would not wake up after a restore. They are registered now; the mails then find
-        // them registered.
+        // The timers Python set in these bundles go into this snapshot (class comment); the
+        // mailbox mails PyFlink queued for them find them registered.
         drainUnregisteredTimers();
     }
 
