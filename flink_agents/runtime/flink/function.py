@@ -173,7 +173,10 @@ class AgentProcessFunction(KeyedProcessFunction):
         interval = runner.config.get(FlinkMetricsOptions.PUBLISH_INTERVAL_MS) / 1000.0
         group = getattr(runtime_context, "get_metrics_group", None)  # absent in unit fakes
         if group is not None:
-            self.metrics = FlinkMetrics(runner.metrics, group(), interval if in_jvm() else 0)
+            jvm = in_jvm()
+            self.metrics = FlinkMetrics(
+                runner.metrics, group(), interval if jvm else 0, gauges_by_value=jvm
+            )
         task, subtask = internals.task_identity(runtime_context)
         attach_event_log(
             runner,

@@ -3,8 +3,12 @@
 Metrics are counted in Python (``runtime/metrics.py``); :meth:`FlinkMetrics.publish` walks
 the group tree on the operator thread and hands Flink what changed: counter and meter
 increments (one call each per publication, not per update: in thread mode every call into a
-Flink metric is a call into Java), histogram values as a Flink distribution, gauges
-registered once for Flink to read. Thread mode publishes at most every
+Flink metric is a call into Java), histogram values as a Flink distribution. Gauges: in
+process mode registered once for Flink to read; in thread mode a Flink counter set to the
+gauge's value (rounded to an integer) at each publication, because Flink reads a gauge from
+its own metric threads, and a read that comes while the task closes the embedded
+interpreter crashed the TaskManager (SIGSEGV in ``take_gil``, seen on a standalone cluster
+whose REST metrics were polled while a job was cancelled). Thread mode publishes at most every
 ``metrics.publish-interval-ms`` and whenever a timer fires or the function closes; process
 mode (Beam reports metrics at bundle end) publishes with every batch.
 
@@ -62,12 +66,22 @@ class FlinkMetrics:
         root: the runner's agent metric group.
         flink_group: ``runtime_context.get_metrics_group()``.
         interval: seconds between publications (0: every :meth:`publish` call publishes).
+        gauges_by_value: publish gauges as counters set to their value (thread mode: Flink
+            never calls into Python).
     """
 
-    def __init__(self, root: SimpleMetricGroup, flink_group: Any, interval: float) -> None:
+    def __init__(
+        self,
+        root: SimpleMetricGroup,
+        flink_group: Any,
+        interval: float,
+        *,
+        gauges_by_value: bool = False,
+    ) -> None:
         self.root = root
         self.flink_group = flink_group
         self.interval = interval
+        self.gauges_by_value = gauges_by_value
         self._last = 0.0
         #: id(python metric) -> [flink metric, published count]
         self._mirrored: dict[int, list[Any]] = {}
@@ -113,6 +127,14 @@ class FlinkMetrics:
                 for value in histogram_values_since(metric, seen):
                     target.update(int(value))
                 entry[1] = metric.get_count()
+            elif isinstance(metric, Gauge):  # published by value (thread mode)
+                try:
+                    value = round(_gauge_reader(metric)())
+                except Exception:  # noqa: BLE001 - a failing source skips this publication
+                    continue
+                if value != seen:
+                    target.inc(value - seen)
+                    entry[1] = value
         for key, sub in group.groups():
             flink_sub = self._groups.get(id(sub))
             if flink_sub is None:
@@ -123,8 +145,7 @@ class FlinkMetrics:
                 )
             self._publish(sub, flink_sub)
 
-    @staticmethod
-    def _register(flink_group: Any, name: str, metric: Any) -> Any:
+    def _register(self, flink_group: Any, name: str, metric: Any) -> Any:
         if isinstance(metric, Counter):
             return flink_group.counter(name)
         if isinstance(metric, Meter):
@@ -132,5 +153,7 @@ class FlinkMetrics:
         if isinstance(metric, Histogram):
             return flink_group.distribution(name)
         if isinstance(metric, Gauge):
+            if self.gauges_by_value:
+                return flink_group.counter(name)
             flink_group.gauge(name, _gauge_reader(metric))
         return None
