@@ -54,9 +54,19 @@ log = logging.getLogger(__name__)
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
 FUNCTION_MARKER = "__function__"
-_SECRET_NAME = re.compile(
-    r"(api_?key|secret|password|passwd|token|credential|authorization)s?$", re.I
+#: What a secret-like key ends with (then an optional ``s``), compared case-insensitively;
+#: plain words, so a scan can look for them as substrings before it runs the pattern.
+SECRET_WORDS = (
+    "apikey",
+    "api_key",
+    "secret",
+    "password",
+    "passwd",
+    "token",
+    "credential",
+    "authorization",
 )
+_SECRET_NAME = re.compile(f"({'|'.join(SECRET_WORDS)})s?$", re.I)
 
 
 def _redact(value: Any, where: str, secrets: dict[str, Any]) -> Any:

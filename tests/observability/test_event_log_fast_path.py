@@ -31,12 +31,19 @@ def observer(tmp_path: Path) -> Any:
     obs.close()
 
 
-def _item(attributes: dict[str, Any], level: str = "STANDARD") -> tuple[Any, ...]:
+def _item(
+    attributes: dict[str, Any], level: str = "STANDARD", *, whole: bool = True
+) -> tuple[Any, ...]:
+    """An event record as the run thread makes it: the event's JSON with its id and type
+    (``whole``), or without them and the id apart (an event class that writes itself)."""
     event = Event(type="t", attributes=attributes)
-    body = to_json(event, fallback=str, exclude={"id", "type"})
-    parent = uuid.uuid4()
-    scratch = {"durationMs": 0.0012345, "usage": {"prompt_tokens": 3}}
-    return ("event", 1.5, event.id, event.type, body, parent, "act", level, scratch)
+    if whole:
+        body, event_id = to_json(event, fallback=str), None
+    else:
+        body, event_id = to_json(event, fallback=str, exclude={"id", "type"}), to_json(event.id)
+    parent = to_json(uuid.uuid4())
+    usage = {"prompt_tokens": 3}
+    return ("event", 1.5, event_id, event.type, body, parent, "act", level, 2.5, 0.0012345, usage)
 
 
 RUN = _RunLog("k", "run-1")
@@ -53,8 +60,10 @@ def _queue(observer: Any, *items: tuple[Any, ...]) -> None:
 
 def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
     """(the fast path's line or None, the walk's record)."""
-    fast = observer.writer._event_line(observer.writer._head(RUN), item)
-    walk = json.loads(to_json(observer.writer._event_record(RUN, item), fallback=str))
+    fast = observer.writer._event_line(observer.writer._head(RUN.key, RUN.run_id), item)
+    walk = json.loads(
+        to_json(observer.writer._event_record(RUN.key, RUN.run_id, item), fallback=str)
+    )
     return fast, walk
 
 
@@ -82,10 +91,16 @@ def test_plain_payloads_take_the_fast_path_with_the_walks_content(
     observer: Any, attributes: dict[str, Any]
 ) -> None:
     for level in ("STANDARD", "VERBOSE"):
-        fast, walk = _both(observer, _item(attributes, level))
-        assert fast is not None
-        _same(fast, walk)
-        assert walk["durationMs"] == round(0.0012345 * 1000.0, 3) and "truncated" not in walk
+        for whole in (True, False):
+            item = _item(attributes, level, whole=whole)
+            fast, walk = _both(observer, item)
+            assert fast is not None
+            _same(fast, walk)
+            assert walk["durationMs"] == round(0.0012345 * 1000.0, 3) and "truncated" not in walk
+            assert walk["actionStart"] == 2.5 and walk["usage"] == {"prompt_tokens": 3}
+            assert walk["payload"] == attributes
+            event_id = json.loads(item[2]) if item[2] is not None else json.loads(item[4])["id"]
+            assert walk["eventId"] == event_id and walk["eventType"] == "t"
 
 
 FALLBACKS = [

@@ -25,7 +25,6 @@ thread's collection and ~30 us per run of pickling. Hence opt-in.
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import pickle
@@ -34,16 +33,15 @@ import struct
 import subprocess
 import sys
 import threading
-import uuid
 from typing import IO, TYPE_CHECKING, Any
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.runtime.metrics import SimpleMetricGroup
-from flink_agents.runtime.observability.event_log import (
-    EventLogOptions,
+from flink_agents.runtime.observability.event_log_options import EventLogOptions
+from flink_agents.runtime.observability.event_log_writer import (
     _key,
-    _RunLog,
     _Writer,
+    count_records,
     warn_write_error,
 )
 
@@ -63,25 +61,8 @@ _CHILD_OPTIONS = (
 )
 
 
-def _uuid(value: int) -> uuid.UUID:
-    return uuid.UUID(int=value)
-
-
-def _reduce_uuid(value: uuid.UUID) -> tuple[Any, ...]:
-    # UUID's own pickling (a class, its state dict) costs ~3 us per id, this ~0.3 us: an
-    # event id is pickled up to twice a run (as its id and as a parent id).
-    return _uuid, (value.int,)
-
-
-_DISPATCH = {uuid.UUID: _reduce_uuid}
-
-
 def _dumps(value: Any) -> bytes:
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH  # type: ignore[assignment]
-    pickler.dump(value)
-    return buffer.getvalue()
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def find_python() -> str | None:
@@ -255,7 +236,7 @@ class ProcessWriter:
         try:
             _write_frame(self._pipe, data)
         except (OSError, ValueError) as exc:  # the child died: this batch is lost
-            self.errors.inc(sum(len(item[-1]) for item in batch))
+            self.errors.inc(sum(_records_in(item) for item in batch))
             self._fall_back(f"it ended: {exc}")
 
     def _picklable(self, item: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -265,13 +246,13 @@ class ProcessWriter:
         except Exception:  # noqa: BLE001 - the lines are made here then
             key, run_id, records = item
             lines: list[bytes] = []
-            self.local._format(_RunLog(key, run_id), records, lines)
+            self.local._format(key, run_id, records, lines)
             return (lines,)
 
     def _write_here(self, batch: list[tuple[Any, ...]]) -> None:
         lines: list[bytes] = []
         for key, run_id, records in batch:
-            self.local._format(_RunLog(key, run_id), records, lines)
+            self.local._format(key, run_id, records, lines)
         if lines:
             self.local._write(lines)
 
@@ -282,6 +263,11 @@ class _ChildWriter(_Writer):
     def _warn(self, error: str) -> None:
         sys.stdout.buffer.write(b"! " + error.replace("\n", " ").encode() + b"\n")
         sys.stdout.buffer.flush()
+
+
+def _records_in(item: tuple[Any, ...]) -> int:
+    """The records of a batch item: a run's flat records, or its lines made here."""
+    return len(item[0]) if len(item) == 1 else count_records(item[-1])
 
 
 def _write_frame(pipe: IO[bytes], data: bytes) -> None:
@@ -336,7 +322,7 @@ def _child() -> None:
                 lines.extend(item[0])
             else:
                 key, run_id, records = item
-                writer._format(_RunLog(key, run_id), records, lines)
+                writer._format(key, run_id, records, lines)
         if lines:
             writer._write(lines)
         now = (written.get_count(), errors.get_count())
