@@ -171,8 +171,12 @@ _OPTION_MODULES: list[str] = [
     "flink_agents.api.memory.long_term_memory",
     "flink_agents.api.timeouts",
     "flink_agents.api.approval",
+    "flink_agents.runtime.observability.event_log_options",
 ]
 _imported_option_modules = False
+#: Key families an option holder reads by pattern (``event-log.type.<event type>.level``):
+#: ``(prefix, suffix) -> parse`` (raises ValueError for a bad value).
+_FAMILIES: dict[tuple[str, str], Callable[[Any], Any]] = {}
 #: Keys already warned about (no-effect options, free keys), once per process.
 _noted: set[str] = set()
 
@@ -304,6 +308,21 @@ def register_options(holder: Any) -> None:
     """
     for option in _walk(holder):
         _register(option)
+
+
+def register_key_family(prefix: str, suffix: str, parse: Callable[[Any], Any]) -> None:
+    """Make the keys ``<prefix><name><suffix>`` known (any non-empty name), their values
+    checked by ``parse`` (which raises ValueError for a bad one) when set."""
+    _FAMILIES[(prefix, suffix)] = parse
+
+
+def _family_of(key: str) -> Callable[[Any], Any] | None:
+    """The value check of the key family ``key`` belongs to, if any."""
+    _known_option(key)  # imports the option modules, which register their families
+    for (prefix, suffix), parse in _FAMILIES.items():
+        if len(key) > len(prefix) + len(suffix) and key.startswith(prefix) and key.endswith(suffix):
+            return parse
+    return None
 
 
 def _known_option(key: str) -> ConfigOption[Any] | None:
@@ -573,7 +592,14 @@ class AgentConfiguration:
         if option is not None:
             self._store(option, value)
             return self
-        self._check_free_key(key)
+        parse = _family_of(key)
+        if parse is not None:
+            try:
+                parse(value)
+            except ValueError as exc:
+                raise ConfigurationError(f"config option {key!r}: {exc}") from None
+        else:
+            self._check_free_key(key)
         self._values[key] = value
         return self
 

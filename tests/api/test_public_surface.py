@@ -55,6 +55,7 @@ PUBLIC = {
         "ErrorHandlingStrategy",
         "ShortTermMemoryTtlUpdate",
         "ShortTermMemoryTtlVisibility",
+        "register_key_family",
         "register_options",
     },
     "flink_agents.api.decorators": {

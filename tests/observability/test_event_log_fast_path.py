@@ -12,6 +12,7 @@ from pydantic_core import to_json
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event
+from flink_agents.errors import ConfigurationError
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log import EventLogObserver, _RunLog
 
@@ -207,3 +208,12 @@ def test_one_look_per_run_still_finds_a_secret_in_any_payload(observer: Any) -> 
     assert payloads[1]["note"] == "called with ***" and payloads[1]["text"].endswith("chars]")
     assert payloads[2] == {"api_key": "***", "n": 1}
     assert SECRET not in "".join(lines)
+
+
+def test_per_type_levels_are_known_keys_with_checked_values() -> None:
+    """``event-log.type.<type>.level`` is an option family: a short type is no near-miss
+    of ``event-log.level``, and a bad level is an error naming the key."""
+    config = AgentConfiguration({"event-log.type.v.level": "verbose"})
+    assert config.get_str("event-log.type.v.level") == "verbose"
+    with pytest.raises(ConfigurationError, match=r"event-log\.type\.v\.level.*one of OFF"):
+        AgentConfiguration({"event-log.type.v.level": "LOUD"})

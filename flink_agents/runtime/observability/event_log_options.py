@@ -6,7 +6,7 @@ import os
 import tempfile
 from typing import Any
 
-from flink_agents.api.core_options import ConfigOption, register_options
+from flink_agents.api.core_options import ConfigOption, register_key_family, register_options
 
 LEVELS = ("OFF", "STANDARD", "VERBOSE")
 
@@ -105,6 +105,7 @@ class EventLogOptions:
 register_options(EventLogOptions)
 
 _TYPE_PREFIX = "event-log.type."
+register_key_family(_TYPE_PREFIX, ".level", _level)
 
 
 def default_log_dir() -> str:
