@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from flink_agents.api.events.event import Event
 from flink_agents.errors import ConfigurationError
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log import EventLogObserver, _RunLog
+from flink_agents.runtime.observability.event_log_writer import _SECRET_KEY, _secret_key_in
 
 SECRET = "sk-fast-path-secret"
 
@@ -217,3 +219,26 @@ def test_per_type_levels_are_known_keys_with_checked_values() -> None:
     assert config.get_str("event-log.type.v.level") == "verbose"
     with pytest.raises(ConfigurationError, match=r"event-log\.type\.v\.level.*one of OFF"):
         AgentConfiguration({"event-log.type.v.level": "LOUD"})
+
+
+def test_the_secret_key_scan_agrees_with_the_rule() -> None:
+    """The substring scan is exact for ASCII: it finds what the rule's pattern finds."""
+    rng = random.Random(7)
+    pieces = [
+        "api_key", "apikey", "API_KEY", "secret", "Secrets", "password", "passwd", "token",
+        "tokens", "prompt_tokens", "credential", "authorization", "key", "pass", "word",
+        "x", "_", "\\n", "s", '"', '":"', '":', ":", ",", "{", "}", "1",
+    ]  # fmt: skip
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+        assert _secret_key_in(text.encode()) == (_SECRET_KEY.search(text) is not None), text
+
+
+def test_a_secret_in_the_key_is_masked(observer: Any) -> None:
+    run_log = _RunLog(f"user-{SECRET}", "run-2")
+    run_log.records.extend(("run", 1.5, 0.25, None))
+    run_log.count = 1
+    observer.queue.append(run_log)
+    observer.writer.drain()
+    text = Path(observer.writer.path).read_text()
+    assert SECRET not in text and '"key":"user-***"' in text

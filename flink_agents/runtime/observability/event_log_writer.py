@@ -141,27 +141,34 @@ _SECRET_KEY_PATTERN = (
     else _SECRET_NAME.pattern
 )
 _SECRET_KEY = re.compile(_SECRET_KEY_PATTERN, _SECRET_NAME.flags)
-# Case-insensitive matching is several times slower than matching lowered bytes; for ASCII
-# text with a lower-case rule both agree (Unicode case folding only adds non-ASCII letters).
-_SECRET_KEY_ASCII = (
-    re.compile(_SECRET_KEY_PATTERN.encode())
-    if _SECRET_KEY_PATTERN.lower() == _SECRET_KEY_PATTERN and _SECRET_KEY_PATTERN.isascii()
-    else None
+# A key the rule matches, followed by a string value, is one of its words, an optional
+# ``s`` and ``\n`` (``$`` matches before a final newline), then ``":"``: on lowered ASCII
+# bytes, looking for those as substrings (the words first, then their endings) is exact
+# and several times faster than the pattern, which has no literal to start from (14.6 vs
+# ~2 us on the benchmark's run of 800 bytes).
+_SECRET_ENDINGS = tuple(
+    (
+        word.lower().encode(),
+        tuple(
+            word.lower().encode() + plural + newline + b'":"'
+            for plural in (b"", b"s")
+            for newline in (b"", b"\\n")
+        ),
+    )
+    for word in SECRET_WORDS
 )
-# A key the rule matches contains one of its words (the rule is made of them); looking for
-# the words as substrings of lowered ASCII bytes is several times faster than the pattern
-# (which has no literal to start from), so the pattern runs only when one is there.
-_SECRET_WORD_BYTES = tuple(word.lower().encode() for word in SECRET_WORDS)
 
 
 def _secret_key_in(data: bytes) -> bool:
     """Whether a key of ``data`` (JSON) the secret-name rule matches has a string value
     (conservative: True when in doubt)."""
-    if _SECRET_KEY_ASCII is not None and data.isascii():
+    if data.isascii():
         lowered = data.lower()
-        for word in _SECRET_WORD_BYTES:
+        for word, endings in _SECRET_ENDINGS:
             if word in lowered:
-                return _SECRET_KEY_ASCII.search(lowered) is not None
+                for ending in endings:
+                    if ending in lowered:
+                        return True
         return False
     return _SECRET_KEY.search(data.decode()) is not None
 
@@ -352,10 +359,14 @@ class _Writer:
 
     def _head(self, key: Any, run_id: str) -> bytes:
         """What every record of a run starts with after its ``record`` field (made once per
-        run, or per part of a run in progress): ids, key, run id, ``"timestamp":``."""
+        run, or per part of a run in progress): ids, key, run id, ``"timestamp":``; a
+        secret in the key masked."""
+        key = _key(key)
+        if self.secrets and isinstance(key, str):
+            key = redact(key, self.secrets)
         return b'%s"key":%s,"runId":%s,"timestamp":' % (
             self._ids,
-            to_json(_key(key), fallback=str),
+            to_json(key, fallback=str),
             to_json(run_id),
         )
 
