@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.errors import ConfigurationError
 from flink_agents.runtime.metrics import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo
+from flink_agents.runtime.observability import RunInfo, event_log_options
 from flink_agents.runtime.observability.event_log import EventLogObserver
 from flink_agents.runtime.observability.event_log_process import ProcessWriter, find_python
 
@@ -100,3 +101,27 @@ def test_a_failing_directory_counts_errors_and_warns_once(
     assert m["eventLogWriteErrors"] == 3 and m["eventLogRecordsWritten"] == 0
     warnings = [r for r in caplog.records if "cannot write the event log" in r.message]
     assert len(warnings) == 1 and "not-a-dir" in warnings[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    ("setting", "flink", "cpus", "expected"),
+    [
+        ("auto", True, 2, "process"),  # a Flink subtask with a CPU to spare
+        ("auto", True, 1, "thread"),  # one CPU: a child would take the job's
+        ("auto", False, 8, "thread"),  # the local environment: no child per runner
+        ("process", False, 1, "process"),
+        ("thread", True, 8, "thread"),
+    ],
+)
+def test_the_writer_is_chosen_by_host_and_cpus(
+    monkeypatch: pytest.MonkeyPatch, setting: str, flink: bool, cpus: int, expected: str
+) -> None:
+    monkeypatch.setattr(event_log_options, "_usable_cpus", lambda: cpus)
+    config = AgentConfiguration({"event-log.writer": setting})
+    assert event_log_options.writer_kind(config, flink=flink) == expected
+
+
+def test_auto_is_the_default_and_a_bad_writer_is_an_error() -> None:
+    assert AgentConfiguration().get(event_log_options.EventLogOptions.WRITER) == "auto"
+    with pytest.raises(ConfigurationError, match="auto, process or thread"):
+        AgentConfiguration({"event-log.writer": "fork"})

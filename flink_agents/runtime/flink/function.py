@@ -183,6 +183,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             job_id=internals.flink_job_id(runtime_context) or self.job_id,
             task_name=task,
             subtask=subtask,
+            flink=True,
         )
 
     def bind(

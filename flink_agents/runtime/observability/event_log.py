@@ -16,9 +16,10 @@ ends; every ``event-log.flush-ms`` a writer thread makes the lines of what is qu
 what runs still in progress recorded so far (so a stuck run shows up), and writes them
 (``event_log_writer.py``). Writing is best effort: a full queue drops records, a failing
 disk (full, read-only) drops them too; both are counted (``eventLogDropped``,
-``eventLogWriteErrors``) and warned about once, and the job goes on. With
-``event-log.writer`` = ``process`` (opt-in) the writer thread only pickles what it takes down
-a pipe, and a child process makes and writes the lines (``event_log_process.py``).
+``eventLogWriteErrors``) and warned about once, and the job goes on. With the writer
+process (``event-log.writer``: ``process``, and ``auto``, the default, in a Flink subtask that
+may use 2 or more CPUs) that thread only pickles what it takes down a pipe, and a child
+process makes and writes the lines off the job's GIL (``event_log_process.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from flink_agents.runtime.observability.event_log_options import (
     EventLogOptions,
     _level,
     default_log_dir,
+    writer_kind,
 )
 from flink_agents.runtime.observability.event_log_writer import (
     _ID_TYPE,
@@ -81,6 +83,8 @@ class _RunLog:
         "count",
         "early",
         "key",
+        "last",
+        "last_id",
         "pending",
         "records",
         "run_id",
@@ -102,6 +106,9 @@ class _RunLog:
         self.start: float | None = None
         self.seconds: float | None = None
         self.usage: dict[str, int] | None = None
+        #: The last event logged by the run's previous step and its id's JSON.
+        self.last: Event | None = None
+        self.last_id: bytes | None = None
         #: ``(start, action, event, seconds)`` of the execution that ended last without an
         #: error, until its events say the same (then dropped) or it turns out to have sent
         #: none (then recorded, by the run's next hook).
@@ -117,6 +124,8 @@ class EventLogObserver(RunObserver):
         secrets: secret values to mask (the plan's).
         metrics: the agent metric group (for the drop and error counters).
         ids: fields added to every record (``jobId``, ``subtask``).
+        writer: ``thread`` or ``process``; by default what ``event-log.writer`` says for
+            the local environment (see ``event_log_options.writer_kind``).
     """
 
     def __init__(
@@ -126,6 +135,7 @@ class EventLogObserver(RunObserver):
         secrets: Sequence[str],
         metrics: SimpleMetricGroup,
         ids: Mapping[str, Any],
+        writer: str | None = None,
     ) -> None:
         self.config = config
         self.default_level = config.get(EventLogOptions.LEVEL)
@@ -143,7 +153,7 @@ class EventLogObserver(RunObserver):
         self.dropped = metrics.get_counter("eventLogDropped")
         self._warned_drop = False
         self.writer: _Writer | ProcessWriter
-        if config.get(EventLogOptions.WRITER) == "process":
+        if (writer or writer_kind(config, flink=False)) == "process":
             from flink_agents.runtime.observability.event_log_process import ProcessWriter
 
             self.writer = ProcessWriter(self, path, list(secrets), metrics, dict(ids))
@@ -195,7 +205,13 @@ class EventLogObserver(RunObserver):
         extend = run_log.records.extend
         levels = self._levels
         now = time.time()
-        parent_id = None if parent is None else to_json(parent.id)
+        if parent is None:
+            parent_id = None
+        elif parent is run_log.last:  # the event the previous step sent: its id is known
+            parent_id = run_log.last_id
+        else:
+            parent_id = to_json(parent.id)
+        last = last_id = None
         n = 0
         for event in events:
             event_type = event.type
@@ -209,8 +225,11 @@ class EventLogObserver(RunObserver):
             event_id = None
             body: bytes | Event
             try:
-                body = data = to_json(event, fallback=str)
-                if data[:7] != b'{"id":"':  # a class that writes itself otherwise
+                body = data = event.__pydantic_serializer__.to_json(event, fallback=str)
+                if data[:7] == b'{"id":"':
+                    if data[43:52] == b'","type":':  # a UUID's 36 characters
+                        last, last_id = event, data[6:44]
+                else:  # a class that writes itself otherwise
                     event_id = to_json(event.id, fallback=str)
                     body = to_json(event, fallback=str, exclude=_ID_TYPE)
             except Exception:  # noqa: BLE001 - the writer reports it as an error record
@@ -233,6 +252,9 @@ class EventLogObserver(RunObserver):
             )
             n += 1
         run_log.count += n
+        # The last event sent is usually the next step's parent (kept until then: not a
+        # survivor until the writer runs).
+        run_log.last, run_log.last_id = last, last_id
         if n:
             run_log.pending = None  # its events carry the action's execution
         elif run_log.pending is not None:
@@ -356,10 +378,11 @@ class EventLogObserver(RunObserver):
 
 
 def attach_event_log(
-    runner: Any, *, job_id: Any, task_name: Any, subtask: Any
+    runner: Any, *, job_id: Any, task_name: Any, subtask: Any, flink: bool = False
 ) -> EventLogObserver | None:
     """Add an event log to ``runner`` (an ``AgentRunner``) when ``event-log.enabled``;
-    the runner closes it. Returns it, or None when the log is off."""
+    the runner closes it. Returns it, or None when the log is off. ``flink``: the host is
+    a Flink subtask (``event-log.writer: auto`` may then choose the writer process)."""
     config: AgentConfiguration = runner.config
     if not config.get(EventLogOptions.ENABLED):
         return None
@@ -372,6 +395,7 @@ def attach_event_log(
         secrets,
         runner.metrics,
         {"jobId": str(job_id), "subtask": subtask},
+        writer_kind(config, flink=flink),
     )
     runner.add_observer(observer, observer.close)
     return observer

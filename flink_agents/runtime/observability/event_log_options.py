@@ -20,8 +20,8 @@ def _level(value: Any) -> str:
 
 def _writer(value: Any) -> str:
     writer = str(value).strip().lower()
-    if writer not in ("process", "thread"):
-        raise ValueError("must be process or thread")
+    if writer not in ("auto", "process", "thread"):
+        raise ValueError("must be auto, process or thread")
     return writer
 
 
@@ -94,11 +94,11 @@ class EventLogOptions:
         key="event-log.writer",
         config_type=str,
         parse=_writer,
-        default="thread",
-        description="who formats and writes the lines: thread (a thread of the job's "
-        "process) or process (a child process of the same Python, off the job's GIL: faster "
-        "with a spare core, slower on a saturated machine; falls back to thread when it "
-        "cannot start)",
+        default="auto",
+        description="who makes and writes the lines: process (a child process of the same "
+        "Python, off the job's GIL), thread (a thread of the job's process) or auto: "
+        "process in a Flink job when this process may use 2 or more CPUs, else thread (the "
+        "local environment, one CPU); process falls back to thread when it cannot start",
     )
 
 
@@ -106,6 +106,22 @@ register_options(EventLogOptions)
 
 _TYPE_PREFIX = "event-log.type."
 register_key_family(_TYPE_PREFIX, ".level", _level)
+
+
+def writer_kind(config: Any, *, flink: bool) -> str:
+    """``process`` or ``thread``: what ``event-log.writer`` means for a host (``flink``: a
+    Flink subtask, else the local environment)."""
+    writer = config.get(EventLogOptions.WRITER)
+    if writer != "auto":
+        return str(writer)
+    return "process" if flink and _usable_cpus() >= 2 else "thread"
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def default_log_dir() -> str:

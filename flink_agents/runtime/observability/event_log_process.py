@@ -1,26 +1,24 @@
-"""The event log's writer process (``event-log.writer`` = ``process``; opt-in).
+"""The event log's writer process (``event-log.writer``: ``process``; ``auto``, the default,
+picks it in a Flink subtask that may use 2 or more CPUs).
 
 Formatting the lines and writing them costs the job's Python process CPU and, worse inside a
-thread-mode Flink job, the GIL its operator and loop threads wait for. So a child process
-(the same interpreter) does it: the parent's feeder thread takes what runs recorded, every
-``event-log.flush-ms`` as today, and sends it down a pipe as one length-prefixed pickle
-(a run's records are one flat list of bytes, strings and numbers: cheap to pickle); the
-child formats the lines with :class:`_Writer`'s code (the same bytes), rotates the file,
-and reports what it wrote, what it could not write and the first write error back over its
-stdout, which a reader thread in the parent turns into ``eventLogRecordsWritten``,
-``eventLogWriteErrors`` and the one warning.
+thread-mode Flink job, the GIL its operator and loop threads wait for (held ~92 % of the time
+in the benchmark). So a child process (the same interpreter) does it: the parent's feeder
+thread takes what runs recorded, every ``event-log.flush-ms``, and sends it down a pipe as
+one length-prefixed pickle (a run's records are one flat list of bytes, strings and
+numbers: ~4 us per run to pickle); the child formats the lines with :class:`_Writer`'s code
+(the same bytes), rotates the file, and reports what it wrote, what it could not write and
+the first write error back over its stdout, which a reader thread in the parent turns into
+``eventLogRecordsWritten``, ``eventLogWriteErrors`` and the one warning.
 
 The child exits when its stdin reaches EOF (the parent closed it, or died: no orphans). The
 run thread never waits for the child: it queues per-run items as before (bounded, drops
-counted), and only the feeder thread writes to the pipe. When the child cannot start (no
-Python interpreter found next to ``sys.prefix``, a failed import) or dies, the feeder
-formats and writes in process, as the ``thread`` writer does, after one WARNING.
-
-Measured (``benchmarks/flink_host.py --observability``, README "Benchmarks"): with a spare
-core it lowers the event log's cost (thread mode, load ~1-2: 46 % -> 38 % of throughput);
-on a saturated 2-core machine (load 4-6) it raises it (37 % -> 47 %): the child's CPU (~115
-us per run, unpickling included) is taken from the job, and the parent still pays the run
-thread's collection and ~30 us per run of pickling. Hence opt-in.
+counted), and only the feeder thread writes to the pipe (a child that falls behind fills the
+pipe, the feeder waits without the GIL, the queue fills and drops are counted). When the
+child cannot start (no Python interpreter found next to ``sys.prefix``, a failed import) or
+dies, the feeder formats and writes in process, as the ``thread`` writer does, after one
+WARNING. With one usable CPU, ``auto`` keeps the thread: the child's CPU would be the job's.
+Figures: README "Benchmarks".
 """
 
 from __future__ import annotations
@@ -51,6 +49,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("flink_agents.event_log")
 
 _HEADER = struct.Struct("!I")
+# Runs per pickle: one C call holds the GIL throughout (~4 us per run), so a whole flush's
+# worth (thousands of runs) in one would stall the job's threads for milliseconds.
+_RUNS_PER_FRAME = 256
 # The options the child formats and rotates with.
 _CHILD_OPTIONS = (
     EventLogOptions.MAX_STRING_LENGTH,
@@ -218,10 +219,12 @@ class ProcessWriter:
         if threading.current_thread() is not self._thread:
             self.started.wait(30)  # a drain from elsewhere (tests) goes to the child too
         with self._lock:
-            batch: list[tuple[Any, ...]] = [
-                (_key(run_log.key), run_log.run_id, records)
-                for run_log, records in self.observer.take()
-            ]
+            batch: list[tuple[Any, ...]] = []
+            for run_log, records in self.observer.take():
+                batch.append((_key(run_log.key), run_log.run_id, records))
+                if len(batch) == _RUNS_PER_FRAME:
+                    self._deliver(batch)
+                    batch = []
             if batch:
                 self._deliver(batch)
 
