@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ def _queue(observer: Any, *items: tuple[Any, ...]) -> None:
     for item in items:
         run_log.records.extend(item)
     run_log.count = len(items)
-    observer.queue.append(run_log)
+    observer._put(run_log)
 
 
 def _both(observer: Any, item: tuple[Any, ...]) -> tuple[bytes | None, dict[str, Any]]:
@@ -238,7 +239,37 @@ def test_a_secret_in_the_key_is_masked(observer: Any) -> None:
     run_log = _RunLog(f"user-{SECRET}", "run-2")
     run_log.records.extend(("run", 1.5, 0.25, None))
     run_log.count = 1
-    observer.queue.append(run_log)
+    observer._put(run_log)
     observer.writer.drain()
     text = Path(observer.writer.path).read_text()
     assert SECRET not in text and '"key":"user-***"' in text
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str) -> None:
+    """Ended runs are queued pickled (no survivors for the garbage collector); one whose
+    records do not pickle is queued as it is, and its bad record becomes an error line."""
+    obs = EventLogObserver(
+        AgentConfiguration({"event-log.writer": writer, "event-log.flush-ms": 600_000}),
+        str(tmp_path / "events.log"),
+        [],
+        SimpleMetricGroup(),
+        {"jobId": "job", "subtask": 0},
+    )
+    try:
+        good = _RunLog("k", "run-1")
+        good.records.extend(("run", 1.5, 0.25, None))
+        good.count = 1
+        obs._put(good)
+        bad = _RunLog("k", "run-2")
+        bad.records.extend(("run", 1.5, 0.25, None, "run", 2.5, 0.25, threading.Lock()))
+        bad.count = 2
+        obs._put(bad)
+        assert type(obs.queue[0]) is bytes and type(obs.queue[1]) is tuple
+        obs.writer.drain()
+    finally:
+        obs.close()
+    records = [json.loads(line) for line in Path(tmp_path / "events.log").read_text().splitlines()]
+    assert [r["record"] for r in records] == ["run", "run", "error"]
+    assert [r.get("runId") for r in records[:2]] == ["run-1", "run-2"]
+    assert obs.queued == obs.taken == 3

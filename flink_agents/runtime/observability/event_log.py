@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -47,6 +48,7 @@ from flink_agents.runtime.observability.event_log_options import (
 from flink_agents.runtime.observability.event_log_writer import (
     _ID_TYPE,
     _error,
+    _key,
     _Writer,
     count_records,
 )
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["EventLogObserver", "EventLogOptions", "attach_event_log", "default_log_dir"]
 
 log = logging.getLogger("flink_agents.event_log")
+
+_PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 def _safe(part: Any) -> str:
@@ -141,8 +145,10 @@ class EventLogObserver(RunObserver):
         self.default_level = config.get(EventLogOptions.LEVEL)
         self._levels: dict[str, str] = {}
         self._max = config.get(EventLogOptions.QUEUE_SIZE)
-        #: Ended runs' records (``count``: how many).
-        self.queue: deque[_RunLog] = deque()
+        #: Ended runs: ``(key, run id, records)`` pickled (else as it is), and how many
+        #: records each has.
+        self.queue: deque[bytes | tuple[Any, str, list[Any]]] = deque()
+        self._counts: deque[int] = deque()
         #: Runs in progress, by run id (the writer takes their records so far).
         self.open: dict[str, _RunLog] = {}
         # Records queued and records the writer took; each is written by one thread only,
@@ -182,8 +188,21 @@ class EventLogObserver(RunObserver):
                 )
             return
         self.queued += n
-        run_log.count = n  # the writer counts them taken
-        self.queue.append(run_log)
+        try:
+            # Bytes are no work for the garbage collector: a run's list (and its record
+            # object) kept until the writer runs were survivors of each young collection,
+            # which then ran every ~100 runs (~10 us per run inside a Flink job).
+            item: bytes | tuple[Any, str, list[Any]] = pickle.dumps(
+                (_key(run_log.key), run_log.run_id, run_log.records), _PICKLE
+            )
+        except Exception:  # noqa: BLE001 - a record that does not pickle: as it is
+            item = (_key(run_log.key), run_log.run_id, run_log.records)
+        self._enqueue(item, n)
+
+    def _enqueue(self, item: bytes | tuple[Any, str, list[Any]], n: int) -> None:
+        """Queue an ended run's item (``n`` records) for the writer."""
+        self._counts.append(n)  # first: the writer takes the item, then its count
+        self.queue.append(item)
 
     def _log_of(self, run: RunInfo) -> _RunLog:
         run_log = run.data.get(self._slot)
@@ -350,16 +369,19 @@ class EventLogObserver(RunObserver):
             self._flush_pending(run_log)
         run_log.records.extend(("run", run.started, seconds, _error(error)))
         run_log.count += 1
+        run_log.last = None
         self._put(run_log)
 
-    def take(self) -> Iterator[tuple[_RunLog, list[Any]]]:
-        """What a writer takes at a flush, run by run: the records of ended runs (queued),
-        then what runs in progress recorded so far (flat lists, see :class:`_RunLog`)."""
+    def take(self) -> Iterator[bytes | tuple[Any, str, list[Any]]]:
+        """What a writer takes at a flush, run by run: ``(key, run id, records)`` of ended
+        runs (queued; pickled, see :meth:`_put`), then of what runs in progress recorded so
+        far (flat lists, see :class:`_RunLog`)."""
         queue = self.queue
+        counts = self._counts
         while queue:
-            run_log = queue.popleft()
-            self.taken += run_log.count
-            yield run_log, run_log.records
+            item = queue.popleft()
+            self.taken += counts.popleft()
+            yield item
         # Runs in progress: under the GIL the copy and the deletion of that many records
         # from the front are each atomic, and the run thread only appends, so no record is
         # lost or written twice.
@@ -370,7 +392,7 @@ class EventLogObserver(RunObserver):
                 taken = records[:n]
                 del records[:n]
                 run_log.early += count_records(taken)
-                yield run_log, taken
+                yield _key(run_log.key), run_log.run_id, taken
 
     def close(self) -> None:
         """Write what is queued and stop the writer thread."""

@@ -37,9 +37,9 @@ from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log_options import EventLogOptions
 from flink_agents.runtime.observability.event_log_writer import (
-    _key,
     _Writer,
     count_records,
+    run_of,
     warn_write_error,
 )
 
@@ -219,16 +219,16 @@ class ProcessWriter:
         if threading.current_thread() is not self._thread:
             self.started.wait(30)  # a drain from elsewhere (tests) goes to the child too
         with self._lock:
-            batch: list[tuple[Any, ...]] = []
-            for run_log, records in self.observer.take():
-                batch.append((_key(run_log.key), run_log.run_id, records))
+            batch: list[Any] = []
+            for item in self.observer.take():
+                batch.append(item)  # an ended run's pickle goes as it is
                 if len(batch) == _RUNS_PER_FRAME:
                     self._deliver(batch)
                     batch = []
             if batch:
                 self._deliver(batch)
 
-    def _deliver(self, batch: list[tuple[Any, ...]]) -> None:
+    def _deliver(self, batch: list[Any]) -> None:
         if self._pipe is None:
             self._write_here(batch)
             return
@@ -242,7 +242,9 @@ class ProcessWriter:
             self.errors.inc(sum(_records_in(item) for item in batch))
             self._fall_back(f"it ended: {exc}")
 
-    def _picklable(self, item: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _picklable(self, item: Any) -> Any:
+        if type(item) is bytes:  # an ended run, pickled already
+            return item
         try:
             _dumps(item)
             return item
@@ -252,9 +254,10 @@ class ProcessWriter:
             self.local._format(key, run_id, records, lines)
             return (lines,)
 
-    def _write_here(self, batch: list[tuple[Any, ...]]) -> None:
+    def _write_here(self, batch: list[Any]) -> None:
         lines: list[bytes] = []
-        for key, run_id, records in batch:
+        for item in batch:
+            key, run_id, records = run_of(item)
             self.local._format(key, run_id, records, lines)
         if lines:
             self.local._write(lines)
@@ -268,9 +271,11 @@ class _ChildWriter(_Writer):
         sys.stdout.buffer.flush()
 
 
-def _records_in(item: tuple[Any, ...]) -> int:
+def _records_in(item: Any) -> int:
     """The records of a batch item: a run's flat records, or its lines made here."""
-    return len(item[0]) if len(item) == 1 else count_records(item[-1])
+    if type(item) is not bytes and len(item) == 1:
+        return len(item[0])
+    return count_records(run_of(item)[2])
 
 
 def _write_frame(pipe: IO[bytes], data: bytes) -> None:
@@ -321,10 +326,10 @@ def _child() -> None:
     while (body := _read_frame(stdin)) is not None:
         lines: list[bytes] = []
         for item in pickle.loads(body):
-            if len(item) == 1:
+            if type(item) is not bytes and len(item) == 1:
                 lines.extend(item[0])
             else:
-                key, run_id, records = item
+                key, run_id, records = run_of(item)
                 writer._format(key, run_id, records, lines)
         if lines:
             writer._write(lines)

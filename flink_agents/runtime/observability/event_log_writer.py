@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import re
 import threading
 from collections.abc import Sequence
@@ -53,6 +54,12 @@ def count_records(records: list[Any]) -> int:
         i += SIZES[records[i]]
         n += 1
     return n
+
+
+def run_of(item: Any) -> tuple[Any, str, list[Any]]:
+    """``(key, run id, records)`` of what the writer takes (an ended run's is pickled)."""
+    run: tuple[Any, str, list[Any]] = pickle.loads(item) if type(item) is bytes else item
+    return run
 
 
 def _key(key: Any) -> Any:
@@ -274,8 +281,9 @@ class _Writer:
         assert observer is not None
         with self._lock:
             lines: list[bytes] = []
-            for run_log, records in observer.take():
-                self._format(run_log.key, run_log.run_id, records, lines)
+            for item in observer.take():
+                key, run_id, records = run_of(item)
+                self._format(key, run_id, records, lines)
             if lines:
                 self._write(lines)
 
