@@ -12,8 +12,9 @@ reads them back (``runtime/observability/trace.py``).
 The run thread (here) serializes each event (pydantic_core, id and type included, so no
 event stays alive in the queue and its id needs no JSON of its own) and keeps it with plain
 values in the run's list of records, which goes to a bounded queue pickled, as one item,
-when the run ends (bytes: nothing for the garbage collector to walk until the writer runs); every ``event-log.flush-ms`` a writer thread makes the lines of what is queued, and of
-what runs still in progress recorded so far (so a stuck run shows up), and writes them
+when the run ends (bytes: nothing for the garbage collector to walk until the writer
+runs); every ``event-log.flush-ms`` a writer thread makes the lines of what is queued, and
+of what runs still in progress recorded so far (so a stuck run shows up), and writes them
 (``event_log_writer.py``). Writing is best effort: a full queue drops records, a failing
 disk (full, read-only) drops them too; both are counted (``eventLogDropped``,
 ``eventLogWriteErrors``) and warned about once, and the job goes on. With the writer

@@ -6,9 +6,10 @@ thread-mode Flink job, the GIL its operator and loop threads wait for (held ~92 
 in the benchmark). So a child process (the same interpreter) does it: the parent's feeder
 thread takes what runs recorded, every ``event-log.flush-ms``, and sends it down a pipe in
 length-prefixed pickles of up to 256 runs (an ended run comes pickled by the run thread
-already, see ``EventLogObserver._put``: it goes as it is); the child formats the lines with :class:`_Writer`'s code
-(the same bytes), rotates the file, and reports what it wrote, what it could not write and
-the first write error back over its stdout, which a reader thread in the parent turns into
+already, see ``EventLogObserver._put``: it goes as it is); the child formats the lines
+with :class:`_Writer`'s code (the same bytes), rotates the file, and reports what it wrote,
+what it could not write and the first write error back over its stdout, which a reader
+thread in the parent turns into
 ``eventLogRecordsWritten``, ``eventLogWriteErrors`` and the one warning.
 
 The child exits when its stdin reaches EOF (the parent closed it, or died: no orphans). The
