@@ -318,7 +318,7 @@ def register_key_family(prefix: str, suffix: str, parse: Callable[[Any], Any]) -
 
 def _family_of(key: str) -> Callable[[Any], Any] | None:
     """The value check of the key family ``key`` belongs to, if any."""
-    _known_option(key)  # imports the option modules, which register their families
+    _import_option_modules()
     for (prefix, suffix), parse in _FAMILIES.items():
         if len(key) > len(prefix) + len(suffix) and key.startswith(prefix) and key.endswith(suffix):
             return parse
@@ -327,17 +327,24 @@ def _family_of(key: str) -> Callable[[Any], Any] | None:
 
 def _known_option(key: str) -> ConfigOption[Any] | None:
     """The option with ``key``, if any is defined."""
-    global _imported_option_modules
     option = _OPTIONS.get(key)
     if option is None and not _imported_option_modules:
-        _imported_option_modules = True
-        for module in _OPTION_MODULES:
-            try:
-                importlib.import_module(module)
-            except ImportError:
-                continue
+        _import_option_modules()
         option = _OPTIONS.get(key)
     return option
+
+
+def _import_option_modules() -> None:
+    """Import the modules that define options (they register them, and key families)."""
+    global _imported_option_modules
+    if _imported_option_modules:
+        return
+    _imported_option_modules = True
+    for module in _OPTION_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
 
 
 def _positive(v: Any) -> str | None:

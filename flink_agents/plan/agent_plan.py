@@ -55,7 +55,7 @@ SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
 FUNCTION_MARKER = "__function__"
 #: What a secret-like key ends with (then an optional ``s``), compared case-insensitively;
-#: plain words, so a scan can look for them as substrings before it runs the pattern.
+#: plain words, so the event log's scan can look for them as substrings (no pattern).
 SECRET_WORDS = (
     "apikey",
     "api_key",

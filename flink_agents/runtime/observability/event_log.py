@@ -52,6 +52,7 @@ from flink_agents.runtime.observability.event_log_writer import (
     _key,
     _Writer,
     count_records,
+    uuid_id_of,
 )
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class _RunLog:
         self.key = key
         self.run_id = run_id
         self.records: list[Any] = []
-        #: Records appended (run thread), then, once queued, the records queued.
+        #: Records appended (run thread).
         self.count = 0
         #: Records the writer took while the run was in progress (writer thread).
         self.early = 0
@@ -189,15 +190,18 @@ class EventLogObserver(RunObserver):
                 )
             return
         self.queued += n
+        item: bytes | tuple[Any, str, list[Any]] = (
+            _key(run_log.key),
+            run_log.run_id,
+            run_log.records,
+        )
         try:
             # Bytes are no work for the garbage collector: a run's list (and its record
             # object) kept until the writer runs were survivors of each young collection,
             # which then ran every ~100 runs (~10 us per run inside a Flink job).
-            item: bytes | tuple[Any, str, list[Any]] = pickle.dumps(
-                (_key(run_log.key), run_log.run_id, run_log.records), _PICKLE
-            )
+            item = pickle.dumps(item, _PICKLE)
         except Exception:  # noqa: BLE001 - a record that does not pickle: as it is
-            item = (_key(run_log.key), run_log.run_id, run_log.records)
+            pass
         self._enqueue(item, n)
 
     def _enqueue(self, item: bytes | tuple[Any, str, list[Any]], n: int) -> None:
@@ -208,12 +212,16 @@ class EventLogObserver(RunObserver):
     def _log_of(self, run: RunInfo) -> _RunLog:
         run_log = run.data.get(self._slot)
         if run_log is None:  # a run that started before this observer was added
-            run_log = run.data[self._slot] = self.open[run.run_id] = _RunLog(run.key, run.run_id)
+            run_log = self._new_log(run)
+        return run_log
+
+    def _new_log(self, run: RunInfo) -> _RunLog:
+        run_log = run.data[self._slot] = self.open[run.run_id] = _RunLog(run.key, run.run_id)
         return run_log
 
     # -- observer ------------------------------------------------------------------------------
     def run_started(self, run: RunInfo) -> None:
-        run.data[self._slot] = self.open[run.run_id] = _RunLog(run.key, run.run_id)
+        self._new_log(run)
 
     def events_sent(
         self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
@@ -247,8 +255,9 @@ class EventLogObserver(RunObserver):
             try:
                 body = data = event.__pydantic_serializer__.to_json(event, fallback=str)
                 if data[:7] == b'{"id":"':
-                    if data[43:52] == b'","type":':  # a UUID's 36 characters
-                        last, last_id = event, data[6:44]
+                    data_id = uuid_id_of(data)
+                    if data_id is not None:
+                        last, last_id = event, data_id
                 else:  # a class that writes itself otherwise
                     event_id = to_json(event.id, fallback=str)
                     body = to_json(event, fallback=str, exclude=_ID_TYPE)

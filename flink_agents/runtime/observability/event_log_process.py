@@ -9,8 +9,8 @@ length-prefixed pickles of up to 256 runs (an ended run comes pickled by the run
 already, see ``EventLogObserver._put``: it goes as it is); the child formats the lines
 with :class:`_Writer`'s code (the same bytes), rotates the file, and reports what it wrote,
 what it could not write and the first write error back over its stdout, which a reader
-thread in the parent turns into
-``eventLogRecordsWritten``, ``eventLogWriteErrors`` and the one warning.
+thread in the parent turns into ``eventLogRecordsWritten``, ``eventLogWriteErrors`` and the
+one warning.
 
 The child exits when its stdin reaches EOF (the parent closed it, or died: no orphans). The
 run thread never waits for the child: it queues per-run items as before (bounded, drops
@@ -50,8 +50,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("flink_agents.event_log")
 
 _HEADER = struct.Struct("!I")
-# Runs per pickle: one C call holds the GIL throughout (~4 us per run), so a whole flush's
-# worth (thousands of runs) in one would stall the job's threads for milliseconds.
+# Runs per frame: its pickle is one C call that holds the GIL throughout (ended runs come
+# pickled, so mostly a copy, but a run in progress or one that does not pickle is pickled
+# here), so a whole flush's worth (thousands of runs) in one could stall the job's threads.
 _RUNS_PER_FRAME = 256
 # The options the child formats and rotates with.
 _CHILD_OPTIONS = (
@@ -177,7 +178,7 @@ class ProcessWriter:
 
     def _send(self, value: Any) -> None:
         assert self._pipe is not None
-        _write_frame(self._pipe, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        _write_frame(self._pipe, _dumps(value))
 
     # -- feeder --------------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -256,10 +257,7 @@ class ProcessWriter:
             return (lines,)
 
     def _write_here(self, batch: list[Any]) -> None:
-        lines: list[bytes] = []
-        for item in batch:
-            key, run_id, records = run_of(item)
-            self.local._format(key, run_id, records, lines)
+        lines = self.local.lines_of(batch)
         if lines:
             self.local._write(lines)
 
@@ -325,13 +323,7 @@ def _child() -> None:
     errors = metrics.get_counter("eventLogWriteErrors")
     reported = (0, 0)
     while (body := _read_frame(stdin)) is not None:
-        lines: list[bytes] = []
-        for item in pickle.loads(body):
-            if type(item) is not bytes and len(item) == 1:
-                lines.extend(item[0])
-            else:
-                key, run_id, records = run_of(item)
-                writer._format(key, run_id, records, lines)
+        lines = writer.lines_of(pickle.loads(body))
         if lines:
             writer._write(lines)
         now = (written.get_count(), errors.get_count())

@@ -16,7 +16,7 @@ import os
 import pickle
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json, to_jsonable_python
@@ -87,11 +87,6 @@ def redact(value: Any, secrets: Sequence[str]) -> Any:
     """``value`` (JSON form) with strings under secret-like keys (the plan's rule) and every
     known secret value inside strings masked."""
     return _clean(value, secrets, None, 0)[0]
-
-
-def truncate(value: Any, limits: _Limits) -> tuple[Any, bool]:
-    """``value`` cut to the STANDARD limits, and whether anything was cut."""
-    return _clean(value, (), limits, 0)
 
 
 def _clean(
@@ -189,21 +184,26 @@ _ID_END = 44
 _TYPE_AT = 52
 
 
+def uuid_id_of(body: bytes) -> bytes | None:
+    """The id's JSON of an event's JSON that starts with a UUID ``id`` and then ``type``;
+    None for any other shape."""
+    if body[:7] != b'{"id":"' or body[_ID_END - 1 : _TYPE_AT] != b'","type":':
+        return None
+    return body[6:_ID_END]
+
+
 def _split_body(body: bytes, type_json: bytes) -> tuple[bytes, bytes] | None:
     """``(id JSON, payload JSON)`` of an event's JSON that starts with its UUID ``id`` and
     its ``type`` (``type_json``); None for any other shape."""
     end = _TYPE_AT + len(type_json)
-    if (
-        body[:7] != b'{"id":"'
-        or body[_ID_END - 1 : _TYPE_AT] != b'","type":'
-        or body[_TYPE_AT:end] != type_json
-    ):
+    event_id = uuid_id_of(body)
+    if event_id is None or body[_TYPE_AT:end] != type_json:
         return None
     sep = body[end : end + 1]
     if sep == b",":
-        return body[6:_ID_END], b"{" + body[end + 1 :]
+        return event_id, b"{" + body[end + 1 :]
     if sep == b"}" and len(body) == end + 1:
-        return body[6:_ID_END], b"{}"
+        return event_id, b"{}"
     return None
 
 
@@ -267,12 +267,15 @@ class _Writer:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         with self._lock:
-            if self._file is not None:
-                try:
-                    self._file.close()
-                except OSError:
-                    pass
-                self._file = None
+            self._close_file()
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
 
     def drain(self) -> None:
         """Format and write what ended runs queued and what runs in progress recorded so
@@ -280,12 +283,21 @@ class _Writer:
         observer = self.observer
         assert observer is not None
         with self._lock:
-            lines: list[bytes] = []
-            for item in observer.take():
-                key, run_id, records = run_of(item)
-                self._format(key, run_id, records, lines)
+            lines = self.lines_of(observer.take())
             if lines:
                 self._write(lines)
+
+    def lines_of(self, items: Iterable[Any]) -> list[bytes]:
+        """The lines of what a writer takes (:func:`run_of`), and of lines made already
+        (a one-item tuple: the writer process gets those for runs that do not pickle)."""
+        lines: list[bytes] = []
+        for item in items:
+            if type(item) is not bytes and len(item) == 1:
+                lines.extend(item[0])
+            else:
+                key, run_id, records = run_of(item)
+                self._format(key, run_id, records, lines)
+        return lines
 
     # -- lines ------------------------------------------------------------------------------
     def _format(self, key: Any, run_id: str, records: list[Any], out: list[bytes]) -> None:
@@ -369,14 +381,18 @@ class _Writer:
         """What every record of a run starts with after its ``record`` field (made once per
         run, or per part of a run in progress): ids, key, run id, ``"timestamp":``; a
         secret in the key masked."""
+        return b'%s"key":%s,"runId":%s,"timestamp":' % (
+            self._ids,
+            to_json(self._key_value(key), fallback=str),
+            to_json(run_id),
+        )
+
+    def _key_value(self, key: Any) -> Any:
+        """The key as written: a JSON value (else its repr), secrets in it masked."""
         key = _key(key)
         if self.secrets and isinstance(key, str):
             key = redact(key, self.secrets)
-        return b'%s"key":%s,"runId":%s,"timestamp":' % (
-            self._ids,
-            to_json(key, fallback=str),
-            to_json(run_id),
-        )
+        return key
 
     def _error_line(self, exc: BaseException) -> bytes:
         return json.dumps(
@@ -399,14 +415,16 @@ class _Writer:
         """``(secret-free, long-string-free)`` of all these bodies' JSON together
         (conservative: False when in doubt)."""
         blob = b"\n".join(p for p in bodies if isinstance(p, bytes))
-        secrets = self._secret_bytes
-        secret_free = (
-            secrets is not None
-            and not _secret_key_in(blob)
-            and not any(secret in blob for secret in secrets)
-        )
         long_free = len(blob) <= self.limits.string or self._long.search(blob) is None
-        return secret_free, long_free
+        return self._secret_free(blob), long_free
+
+    def _secret_free(self, data: bytes) -> bool:
+        """Whether ``data`` (JSON) certainly holds no secret value and no string under a
+        secret-like key (conservative)."""
+        secrets = self._secret_bytes
+        if secrets is None or _secret_key_in(data):
+            return False
+        return not any(secret in data for secret in secrets)
 
     def _plain(
         self, data: bytes, limits: _Limits | None, seen: tuple[bool, bool] = _SEEN_NOTHING
@@ -415,13 +433,8 @@ class _Writer:
         truncation); conservative byte checks, any doubt is False (then the walk decides).
         ``seen``: what :meth:`_seen` found of the run's payloads (skips those checks)."""
         secret_free, long_free = seen
-        if not secret_free:
-            secrets = self._secret_bytes
-            if secrets is None or _secret_key_in(data):
-                return False
-            for secret in secrets:
-                if secret in data:
-                    return False
+        if not secret_free and not self._secret_free(data):
+            return False
         if limits is None:
             return True
         if not long_free and len(data) > limits.string and self._long.search(data):
@@ -565,12 +578,7 @@ class _Writer:
             self._append(lines[start:])
         except OSError as exc:
             self.errors.inc(len(lines) - start)
-            if self._file is not None:
-                try:
-                    self._file.close()
-                except OSError:
-                    pass
-                self._file = None
+            self._close_file()
             if not self._warned:
                 self._warned = True
                 self._warn(str(exc))
