@@ -236,13 +236,19 @@ def test_the_secret_key_scan_agrees_with_the_rule() -> None:
 
 
 def test_a_secret_in_the_key_is_masked(observer: Any) -> None:
+    """In the lines made from bytes and in those the walk makes (an event whose payload
+    holds a secret) alike."""
     run_log = _RunLog(f"user-{SECRET}", "run-2")
+    run_log.records.extend(_item({"input": "plain"}))
+    run_log.records.extend(_item({"note": f"with {SECRET}"}))
     run_log.records.extend(("run", 1.5, 0.25, None))
-    run_log.count = 1
+    run_log.count = 3
     observer._put(run_log)
     observer.writer.drain()
-    text = Path(observer.writer.path).read_text()
-    assert SECRET not in text and '"key":"user-***"' in text
+    lines = Path(observer.writer.path).read_text().splitlines()
+    assert len(lines) == 3 and SECRET not in "".join(lines)
+    assert all(json.loads(line)["key"] == "user-***" for line in lines)
+    assert json.loads(lines[1])["payload"] == {"note": "with ***"}
 
 
 @pytest.mark.parametrize("writer", ["thread", "process"])

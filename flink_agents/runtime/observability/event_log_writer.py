@@ -532,7 +532,7 @@ class _Writer:
         )
         record: dict[str, Any] = {"record": "event"}
         record.update(self.ids)
-        record["key"] = _key(key)
+        record["key"] = self._key_value(key)
         record["runId"] = run_id
         record["timestamp"] = ts
         record["eventId"] = None if event_id is None else json.loads(event_id)
