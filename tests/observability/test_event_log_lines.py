@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import pytest
 from pydantic_core import to_json
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, InputEvent
 from flink_agents.runtime.metrics import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, event_log
+from flink_agents.runtime.observability import RunInfo
 from flink_agents.runtime.observability.event_log import EventLogObserver
 
 SECRET = "sk-lines-secret"
@@ -64,16 +62,14 @@ def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
         observer.run_finished(run, 1.5, RuntimeError("boom"))
         observer.writer.drain()
         lines = _lines(path)
-        records = [json.loads(line) for line in lines]
         key = repr(("k", 1))  # not a JSON value: written as its repr
         base = {**IDS, "key": key, "runId": "run-7"}
         usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
-        event_ts = records[0]["timestamp"]
         expected: list[dict[str, Any]] = [
             {
                 "record": "event",
                 **base,
-                "timestamp": event_ts,
+                "timestamp": run.started,  # the input: sent at the run's start
                 "eventId": first.id,
                 "parentEventId": None,
                 "eventType": "_input_event",
@@ -101,7 +97,8 @@ def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
                 {
                     "record": "event",
                     **base,
-                    "timestamp": records[2]["timestamp"],
+                    # sent when the action ended: its start + its duration
+                    "timestamp": run.started + 0.5,
                     "eventId": event.id,
                     "parentEventId": first.id,
                     "eventType": event.type,
@@ -183,12 +180,9 @@ def test_a_run_in_progress_is_written_at_a_flush(tmp_path: Path) -> None:
         observer.close()
 
 
-def test_the_writer_process_writes_the_same_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The same calls into an observer of each writer; event timestamps fixed (they are taken
-    # when events are sent) so that the files can be compared byte for byte.
-    monkeypatch.setattr(event_log, "time", SimpleNamespace(time=lambda: 1_763_900_001.5))
+def test_the_writer_process_writes_the_same_bytes(tmp_path: Path) -> None:
+    # The same calls into an observer of each writer: every timestamp comes from the run's
+    # start and the hooks' arguments, so the files can be compared byte for byte.
     first = InputEvent(input={"q": 'a "quoted" \\ line', "long": "x" * 5000})
     sent = Event(type="a", attributes={"api_key": "x"})
     files = {}
@@ -210,3 +204,38 @@ def test_the_writer_process_writes_the_same_bytes(
         assert metrics.to_dict()["eventLogWriteErrors"] == 0
     assert files["process"].read_bytes() == files["thread"].read_bytes()
     assert SECRET.encode() not in files["process"].read_bytes()
+
+
+def test_an_action_that_sends_nothing_keeps_its_usage_to_itself(tmp_path: Path) -> None:
+    # "quiet" calls the model and sends nothing; "act" sends an event: its usage is its own
+    # (none here), and the quiet execution has an action record with its own times.
+    path = tmp_path / "events.log"
+    observer = _observer(path)
+    try:
+        run = RunInfo("k", "run-1", 1_763_900_000.0, 100.0)
+        observer.run_started(run)
+        first = InputEvent(input=1)
+        observer.events_sent(run, [first], None, None)
+        observer.call_finished(run, "quiet", "model", "m", 100.25, 0.5, _Result(), None, False)
+        observer.action_finished(run, "quiet", first, 100.0, 1.0, None, None)
+        observer.action_finished(run, "act", first, 101.0, 0.25, None, None)
+        observer.events_sent(run, [Event(type="out", attributes={})], first, "act")
+        observer.run_finished(run, 2.0, None)
+        observer.writer.drain()
+        records = [json.loads(line) for line in _lines(path)]
+        assert [(r["record"], r.get("action")) for r in records] == [
+            ("event", None),
+            ("call", "quiet"),
+            ("action", "quiet"),
+            ("event", "act"),
+            ("run", None),
+        ]
+        call, quiet, out = records[1], records[2], records[3]
+        assert call["usage"] == _Result.extra_args["usage"]
+        assert call["timestamp"] == run.started + 0.25
+        assert (quiet["timestamp"], quiet["durationMs"]) == (run.started, 1000.0)
+        assert "usage" not in out
+        assert (out["actionStart"], out["durationMs"]) == (run.started + 1.0, 250.0)
+        assert out["timestamp"] == run.started + 1.25
+    finally:
+        observer.close()

@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -47,12 +46,13 @@ from flink_agents.runtime.observability.event_log_options import (
     writer_kind,
 )
 from flink_agents.runtime.observability.event_log_writer import (
+    _ID_END,
     _ID_TYPE,
+    _TYPE_AT,
     _error,
     _key,
     _Writer,
     count_records,
-    uuid_id_of,
 )
 
 if TYPE_CHECKING:
@@ -86,12 +86,13 @@ class _RunLog:
     """
 
     __slots__ = (
+        "act",
+        "act_event",
         "count",
         "early",
         "key",
         "last",
         "last_id",
-        "pending",
         "records",
         "run_id",
         "seconds",
@@ -107,22 +108,29 @@ class _RunLog:
         self.count = 0
         #: Records the writer took while the run was in progress (writer thread).
         self.early = 0
-        #: Start (wall clock), duration (seconds) and token usage of the action execution
-        #: that ended last, for the events it sent (the next ``events_sent``).
+        #: Start (wall clock) and duration (seconds) of the action execution that ended
+        #: last, and the token usage of the model calls made since the one before ended:
+        #: for the events it sends (the next ``events_sent``).
         self.start: float | None = None
         self.seconds: float | None = None
         self.usage: dict[str, int] | None = None
+        #: The action (and its event) of that execution when it ended without an error:
+        #: its events say all about it; if it turns out to have sent none, the run's next
+        #: hook records it (:meth:`EventLogObserver._flush_action`).
+        self.act: str | None = None
+        self.act_event: Event | None = None
         #: The last event logged by the run's previous step and its id's JSON.
         self.last: Event | None = None
         self.last_id: bytes | None = None
-        #: ``(start, action, event, seconds)`` of the execution that ended last without an
-        #: error, until its events say the same (then dropped) or it turns out to have sent
-        #: none (then recorded, by the run's next hook).
-        self.pending: tuple[Any, ...] | None = None
 
 
 class EventLogObserver(RunObserver):
     """Records what runs do for the writer (``event_log_writer._Writer``).
+
+    Its hooks run on the run thread of every run, and inside a thread-mode Flink job every
+    step there costs the job's GIL: they keep per-run state in plain slots, derive
+    timestamps from the ``perf_counter`` values the core passes (no clock read), and leave
+    everything else (ms, names, the JSON lines) to the writer. Figures: README "Benchmarks".
 
     Args:
         config: the agent configuration (event log options).
@@ -190,11 +198,10 @@ class EventLogObserver(RunObserver):
                 )
             return
         self.queued += n
-        item: bytes | tuple[Any, str, list[Any]] = (
-            _key(run_log.key),
-            run_log.run_id,
-            run_log.records,
-        )
+        key = run_log.key
+        if type(key) is not str:  # (the usual key needs no look)
+            key = _key(key)
+        item: bytes | tuple[Any, str, list[Any]] = (key, run_log.run_id, run_log.records)
         try:
             # Bytes are no work for the garbage collector: a run's list (and its record
             # object) kept until the writer runs were survivors of each young collection,
@@ -202,22 +209,35 @@ class EventLogObserver(RunObserver):
             item = pickle.dumps(item, _PICKLE)
         except Exception:  # noqa: BLE001 - a record that does not pickle: as it is
             pass
-        self._enqueue(item, n)
-
-    def _enqueue(self, item: bytes | tuple[Any, str, list[Any]], n: int) -> None:
-        """Queue an ended run's item (``n`` records) for the writer."""
         self._counts.append(n)  # first: the writer takes the item, then its count
         self.queue.append(item)
-
-    def _log_of(self, run: RunInfo) -> _RunLog:
-        run_log = run.data.get(self._slot)
-        if run_log is None:  # a run that started before this observer was added
-            run_log = self._new_log(run)
-        return run_log
 
     def _new_log(self, run: RunInfo) -> _RunLog:
         run_log = run.data[self._slot] = self.open[run.run_id] = _RunLog(run.key, run.run_id)
         return run_log
+
+    @staticmethod
+    def _flush_action(run_log: _RunLog) -> None:
+        """Record the action execution that ended without an error and sent no logged event
+        (called by the next hook of its run, before it changes ``start`` or ``usage``)."""
+        event: Event = run_log.act_event  # type: ignore[assignment]
+        run_log.records.extend(
+            (
+                "action",
+                run_log.start,
+                run_log.act,
+                to_json(event.id),
+                event.type,
+                run_log.seconds,
+                None,
+                None,
+            )
+        )
+        run_log.count += 1
+        run_log.act = run_log.act_event = None
+        # Its model calls' usage is on their call records; none of it goes to the events of
+        # the next execution.
+        run_log.start = run_log.seconds = run_log.usage = None
 
     # -- observer ------------------------------------------------------------------------------
     def run_started(self, run: RunInfo) -> None:
@@ -226,19 +246,21 @@ class EventLogObserver(RunObserver):
     def events_sent(
         self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
     ) -> None:
-        run_log = self._log_of(run)
-        # The execution that ended last sent these: its fields go with each of them.
+        run_log = run.data.get(self._slot)
+        if run_log is None:  # a run that started before this observer was added
+            run_log = self._new_log(run)
+        # The execution that ended last sent these (the input: none): its fields go with
+        # each of them, and its end is when they were sent.
         start, seconds, usage = run_log.start, run_log.seconds, run_log.usage
-        run_log.start = run_log.seconds = run_log.usage = None
-        extend = run_log.records.extend
-        levels = self._levels
-        now = time.time()
+        now = run.started if start is None or seconds is None else start + seconds
         if parent is None:
             parent_id = None
         elif parent is run_log.last:  # the event the previous step sent: its id is known
             parent_id = run_log.last_id
         else:
             parent_id = to_json(parent.id)
+        extend = run_log.records.extend
+        levels = self._levels
         last = last_id = None
         n = 0
         for event in events:
@@ -254,10 +276,9 @@ class EventLogObserver(RunObserver):
             body: bytes | Event
             try:
                 body = data = event.__pydantic_serializer__.to_json(event, fallback=str)
-                if data[:7] == b'{"id":"':
-                    data_id = uuid_id_of(data)
-                    if data_id is not None:
-                        last, last_id = event, data_id
+                # What uuid_id_of checks, inline (a call per event is measurable here).
+                if data[:7] == b'{"id":"' and data[_ID_END - 1 : _TYPE_AT] == b'","type":':
+                    last, last_id = event, data[6:_ID_END]
                 else:  # a class that writes itself otherwise
                     event_id = to_json(event.id, fallback=str)
                     body = to_json(event, fallback=str, exclude=_ID_TYPE)
@@ -280,14 +301,15 @@ class EventLogObserver(RunObserver):
                 )
             )
             n += 1
-        run_log.count += n
         # The last event sent is usually the next step's parent (kept until then: not a
         # survivor until the writer runs).
         run_log.last, run_log.last_id = last, last_id
         if n:
-            run_log.pending = None  # its events carry the action's execution
-        elif run_log.pending is not None:
-            self._flush_pending(run_log)
+            run_log.count += n
+            run_log.act = run_log.act_event = None  # its events carry the execution
+        elif run_log.act is not None:
+            self._flush_action(run_log)
+        run_log.start = run_log.seconds = run_log.usage = None
 
     def action_finished(
         self,
@@ -299,30 +321,22 @@ class EventLogObserver(RunObserver):
         error: BaseException | None,
         outcome: str | None,
     ) -> None:
-        run_log = self._log_of(run)
-        if run_log.pending is not None:
-            self._flush_pending(run_log)
-        ts = run.started + (started - run.started_perf)
-        run_log.start = ts
+        run_log = run.data.get(self._slot)
+        if run_log is None:
+            run_log = self._new_log(run)
+        elif run_log.act is not None:
+            self._flush_action(run_log)
+        start = run_log.start = run.started + (started - run.started_perf)
         run_log.seconds = seconds  # in seconds: the writer makes it ms (off this thread)
         if error is None and outcome is None:
             # The events it sends say all this (action, parentEventId, actionStart,
-            # durationMs): an action record only if it sends none (see _flush_pending).
-            run_log.pending = (ts, action, event, seconds)
+            # durationMs): an action record only if it sends none (see _flush_action).
+            run_log.act = action
+            run_log.act_event = event
             return
+        error_text = _error(error)
         run_log.records.extend(
-            ("action", ts, action, to_json(event.id), event.type, seconds, _error(error), outcome)
-        )
-        run_log.count += 1
-
-    @staticmethod
-    def _flush_pending(run_log: _RunLog) -> None:
-        """Record the action execution that ended without sending a logged event (called
-        by the next hook of its run)."""
-        ts, action, event, seconds = run_log.pending  # type: ignore[misc]
-        run_log.pending = None
-        run_log.records.extend(
-            ("action", ts, action, to_json(event.id), event.type, seconds, None, None)
+            ("action", start, action, to_json(event.id), event.type, seconds, error_text, outcome)
         )
         run_log.count += 1
 
@@ -338,9 +352,11 @@ class EventLogObserver(RunObserver):
         error: BaseException | None,
         replayed: bool,
     ) -> None:
-        run_log = self._log_of(run)
-        if run_log.pending is not None:
-            self._flush_pending(run_log)
+        run_log = run.data.get(self._slot)
+        if run_log is None:
+            run_log = self._new_log(run)
+        elif run_log.act is not None:
+            self._flush_action(run_log)
         usage = None
         extra = getattr(result, "extra_args", None) if kind == "model" else None
         if extra:
@@ -348,14 +364,16 @@ class EventLogObserver(RunObserver):
             if usage:
                 total = run_log.usage
                 if total is None:
-                    total = run_log.usage = {}
+                    total = run_log.usage = {
+                        "prompt_tokens": 0,
+                        "completion_tokens": 0,
+                        "total_tokens": 0,
+                    }
                 prompt = int(usage.get("prompt_tokens") or 0)
                 completion = int(usage.get("completion_tokens") or 0)
-                total["prompt_tokens"] = total.get("prompt_tokens", 0) + prompt
-                total["completion_tokens"] = total.get("completion_tokens", 0) + completion
-                total["total_tokens"] = total.get("total_tokens", 0) + int(
-                    usage.get("total_tokens") or prompt + completion
-                )
+                total["prompt_tokens"] += prompt
+                total["completion_tokens"] += completion
+                total["total_tokens"] += int(usage.get("total_tokens") or prompt + completion)
         run_log.count += 1
         run_log.records.extend(
             (
@@ -372,11 +390,13 @@ class EventLogObserver(RunObserver):
         )
 
     def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
-        run_log = self._log_of(run)
-        del run.data[self._slot]
+        run_log = run.data.pop(self._slot, None)
+        if run_log is None:
+            run_log = self._new_log(run)
+            del run.data[self._slot]
+        elif run_log.act is not None:
+            self._flush_action(run_log)
         self.open.pop(run.run_id, None)
-        if run_log.pending is not None:
-            self._flush_pending(run_log)
         run_log.records.extend(("run", run.started, seconds, _error(error)))
         run_log.count += 1
         run_log.last = None
