@@ -17,7 +17,6 @@ import difflib
 import inspect
 import json
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -48,25 +47,14 @@ from flink_agents.api.resource import (
 )
 from flink_agents.api.tools.function_tool import FunctionTool
 from flink_agents.errors import PlanValidationError
+from flink_agents.secret_names import SECRET_NAME
 
 log = logging.getLogger(__name__)
 
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
 FUNCTION_MARKER = "__function__"
-#: What a secret-like key ends with (then an optional ``s``), compared case-insensitively;
-#: plain words, so the event log's scan can look for them as substrings (no pattern).
-SECRET_WORDS = (
-    "apikey",
-    "api_key",
-    "secret",
-    "password",
-    "passwd",
-    "token",
-    "credential",
-    "authorization",
-)
-_SECRET_NAME = re.compile(f"({'|'.join(SECRET_WORDS)})s?$", re.I)
+_SECRET_NAME = SECRET_NAME  # (the rule: flink_agents/secret_names.py)
 
 
 def _redact(value: Any, where: str, secrets: dict[str, Any]) -> Any:

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json, to_jsonable_python
 
 from flink_agents.api.core_options import AgentConfiguration
-from flink_agents.plan.agent_plan import _SECRET_NAME, SECRET_WORDS
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log_options import EventLogOptions
+from flink_agents.secret_names import SECRET_NAME as _SECRET_NAME
+from flink_agents.secret_names import SECRET_WORDS
 
 if TYPE_CHECKING:
     from flink_agents.runtime.observability.event_log import EventLogObserver
