@@ -28,7 +28,8 @@ class ChatRequestEvent(Event):
 
     EVENT_TYPE: ClassVar[str] = "_chat_request_event"
     # A pydantic class is kept as given (the chat action needs it) and written to JSON as
-    # its JSON schema.
+    # its JSON schema. Not called for None, the usual value (the event log writes every
+    # request: a Python call from the serializer per event is measurable there).
     _json_exempt: ClassVar[frozenset[str]] = frozenset({"output_schema"})
 
     model: str
@@ -36,7 +37,7 @@ class ChatRequestEvent(Event):
     prompt_args: dict[str, Any] = Field(default_factory=dict)
     output_schema: Any = None
 
-    @field_serializer("output_schema")
+    @field_serializer("output_schema", when_used="unless-none")
     def _schema_json(self, value: Any) -> Any:
         if isinstance(value, type) and issubclass(value, BaseModel):
             return value.model_json_schema()
