@@ -304,6 +304,19 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
         f"of throughput with metrics on (target <= 25%); metrics + event log vs bare: "
         f"{1 - medians['agent-eventlog'] / bare:.1%}"
     )
+
+    # The same ratios per round (each round runs the configurations back to back): the
+    # machine's speed drifts during an invocation, and a round's pair shares its moment.
+    def paired(kind: str, base: str) -> str:
+        costs = [1 - k["rate"] / b["rate"] for k, b in zip(runs[kind], runs[base], strict=True)]
+        rounds = " / ".join(f"{c:.1%}" for c in costs)
+        return f"{statistics.median(costs):.1%} (rounds {rounds})"
+
+    print(
+        f"paired by round, median: metrics {paired('agent', 'agent-bare')}; event log "
+        f"{paired('agent-eventlog', 'agent')}; thread writer "
+        f"{paired('agent-eventlog-thread', 'agent')}"
+    )
     writer = writer_kind(AgentConfiguration(), flink=True)
     print(
         f"  (the default writer, auto, is the {writer} writer here); with the thread writer "
