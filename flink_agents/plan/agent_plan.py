@@ -54,7 +54,6 @@ log = logging.getLogger(__name__)
 SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
 FUNCTION_MARKER = "__function__"
-_SECRET_NAME = SECRET_NAME  # (the rule: flink_agents/secret_names.py)
 
 
 def _redact(value: Any, where: str, secrets: dict[str, Any]) -> Any:
@@ -64,7 +63,7 @@ def _redact(value: Any, where: str, secrets: dict[str, Any]) -> Any:
         out = {}
         for key, item in value.items():
             path = f"{where}/{key}"
-            if isinstance(key, str) and _SECRET_NAME.search(key) and isinstance(item, str) and item:
+            if isinstance(key, str) and SECRET_NAME.search(key) and isinstance(item, str) and item:
                 secrets[path] = item
                 out[key] = {SECRET_MARKER: path}
             else:

@@ -24,8 +24,7 @@ from pydantic_core import to_json, to_jsonable_python
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.runtime.metrics import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log_options import EventLogOptions
-from flink_agents.secret_names import SECRET_NAME as _SECRET_NAME
-from flink_agents.secret_names import SECRET_WORDS
+from flink_agents.secret_names import SECRET_NAME, SECRET_WORDS
 
 if TYPE_CHECKING:
     from flink_agents.runtime.observability.event_log import EventLogObserver
@@ -107,7 +106,7 @@ def _clean(
         cut = False
         out: dict[str, Any] = {}
         for k, v in value.items():
-            if isinstance(v, str) and v and isinstance(k, str) and _SECRET_NAME.search(k):
+            if isinstance(v, str) and v and isinstance(k, str) and SECRET_NAME.search(k):
                 out[k] = "***"
                 continue
             out[k], c = _clean(v, secrets, limits, depth + 1)
@@ -139,11 +138,11 @@ _ID_TYPE = {"id", "type"}
 # ``$`` (which also matches before a final newline, written ``\n`` in JSON); were it not
 # anchored, any occurrence of it counts (conservative).
 _SECRET_KEY_PATTERN = (
-    "(?:" + _SECRET_NAME.pattern[:-1] + r')(?:\\n)?":"'
-    if _SECRET_NAME.pattern.endswith("$")
-    else _SECRET_NAME.pattern
+    "(?:" + SECRET_NAME.pattern[:-1] + r')(?:\\n)?":"'
+    if SECRET_NAME.pattern.endswith("$")
+    else SECRET_NAME.pattern
 )
-_SECRET_KEY = re.compile(_SECRET_KEY_PATTERN, _SECRET_NAME.flags)
+_SECRET_KEY = re.compile(_SECRET_KEY_PATTERN, SECRET_NAME.flags)
 # A key the rule matches, followed by a string value, is one of its words, an optional
 # ``s`` and ``\n`` (``$`` matches before a final newline), then ``":"``: on lowered ASCII
 # bytes, looking for those as substrings (the words first, then their endings) is exact
