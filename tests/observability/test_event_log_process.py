@@ -137,12 +137,14 @@ def test_the_writer_process_imports_neither_the_core_nor_the_plan() -> None:
         "print(heavy)\n"
         "import flink_agents.runtime as r\n"
         "print(r.AgentRunner.__name__, r.RunResult.__name__, r.ResourceCache.__name__)\n"
+        "print({'AgentRunner', 'RunResult', 'ResourceCache'} <= set(dir(r)))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "AgentRunner RunResult ResourceCache"  # still there, loaded on use
+    assert out[2] == "True"
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         import flink_agents.runtime as runtime
 
