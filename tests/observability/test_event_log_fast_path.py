@@ -253,8 +253,9 @@ def test_a_secret_in_the_key_is_masked(observer: Any) -> None:
 
 @pytest.mark.parametrize("writer", ["thread", "process"])
 def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str) -> None:
-    """Ended runs are queued pickled (no survivors for the garbage collector); one whose
-    records do not pickle is queued as it is, and its bad record becomes an error line."""
+    """Ended runs are queued pickled (no survivors for the garbage collector); when a batch
+    does not pickle, each run is pickled on its own and the one whose records do not is
+    queued as it is: its bad record becomes an error line."""
     obs = EventLogObserver(
         AgentConfiguration({"event-log.writer": writer, "event-log.flush-ms": 600_000}),
         str(tmp_path / "events.log"),
@@ -271,7 +272,8 @@ def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str
         bad.records.extend(("run", 1.5, 0.25, None, "run", 2.5, 0.25, threading.Lock()))
         bad.count = 2
         obs._put(bad)
-        assert type(obs.queue[0]) is bytes and type(obs.queue[1]) is tuple
+        obs._seal()  # (the writer's take seals too; here, to look at the items)
+        assert [(type(item), n) for item, n in obs.queue] == [(bytes, 1), (tuple, 2)]
         obs.writer.drain()
     finally:
         obs.close()
@@ -279,3 +281,31 @@ def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str
     assert [r["record"] for r in records] == ["run", "run", "error"]
     assert [r.get("runId") for r in records[:2]] == ["run-1", "run-2"]
     assert obs.queued == obs.taken == 3
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_ended_runs_go_pickled_32_to_an_item_and_a_flush_takes_the_rest(
+    tmp_path: Path, writer: str
+) -> None:
+    obs = EventLogObserver(
+        AgentConfiguration({"event-log.writer": writer, "event-log.flush-ms": 600_000}),
+        str(tmp_path / "events.log"),
+        [],
+        SimpleMetricGroup(),
+        {"jobId": "job", "subtask": 0},
+    )
+    try:
+        for i in range(70):
+            run_log = _RunLog(f"k{i}", f"run-{i}")
+            run_log.records.extend(("run", 1.5 + i, 0.25, None))
+            run_log.count = 1
+            obs._put(run_log)
+        # the run thread sealed two items of 32; 6 runs wait for the next item or flush
+        assert [n for _, n in obs.queue] == [32, 32] and len(obs._ended) == 6
+        obs.writer.drain()
+        assert not obs.queue and not obs._ended
+    finally:
+        obs.close()
+    records = [json.loads(line) for line in Path(tmp_path / "events.log").read_text().splitlines()]
+    assert [r["runId"] for r in records] == [f"run-{i}" for i in range(70)]
+    assert obs.queued == obs.taken == 70

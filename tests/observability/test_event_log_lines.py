@@ -239,3 +239,29 @@ def test_an_action_that_sends_nothing_keeps_its_usage_to_itself(tmp_path: Path) 
         assert out["timestamp"] == run.started + 1.25
     finally:
         observer.close()
+
+
+def test_a_value_json_cannot_hold_is_written_as_its_str(tmp_path: Path) -> None:
+    # output_schema is kept as given (exempt from the JSON check): an object JSON cannot
+    # hold is written as its str(), the rest of the event as usual.
+    from flink_agents.api.events.chat_event import ChatRequestEvent
+
+    class Odd:
+        def __str__(self) -> str:
+            return "odd schema"
+
+    path = tmp_path / "events.log"
+    observer = _observer(path)
+    try:
+        run = RunInfo("k", "run-1", 1_763_900_000.0, 100.0)
+        observer.run_started(run)
+        request = ChatRequestEvent(model="m", messages=[], output_schema=Odd())
+        observer.events_sent(run, [request], None, None)
+        observer.run_finished(run, 1.0, None)
+        observer.writer.drain()
+        event = json.loads(_lines(path)[0])
+        assert event["eventId"] == str(request.id)
+        assert event["payload"]["output_schema"] == "odd schema"
+        assert event["payload"]["model"] == "m"
+    finally:
+        observer.close()

@@ -5,8 +5,8 @@ Formatting the lines and writing them costs the job's Python process CPU and, wo
 thread-mode Flink job, the GIL its operator and loop threads wait for (held ~92 % of the time
 in the benchmark). So a child process (the same interpreter) does it: the parent's feeder
 thread takes what runs recorded, every ``event-log.flush-ms``, and sends it down a pipe in
-length-prefixed pickles of up to 256 runs (an ended run comes pickled by the run thread
-already, see ``EventLogObserver._put``: it goes as it is); the child formats the lines
+length-prefixed pickles of up to 8 items (ended runs come pickled by the run thread, 32 to
+an item, see ``EventLogObserver._seal``: they go as they are); the child formats the lines
 with :class:`_Writer`'s code (the same bytes), rotates the file, and reports what it wrote,
 what it could not write and the first write error back over its stdout, which a reader
 thread in the parent turns into ``eventLogRecordsWritten``, ``eventLogWriteErrors`` and the
@@ -40,7 +40,7 @@ from flink_agents.runtime.observability.event_log_options import EventLogOptions
 from flink_agents.runtime.observability.event_log_writer import (
     _Writer,
     count_records,
-    run_of,
+    runs_of,
     warn_write_error,
 )
 
@@ -50,10 +50,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("flink_agents.event_log")
 
 _HEADER = struct.Struct("!I")
-# Runs per frame: its pickle is one C call that holds the GIL throughout (ended runs come
-# pickled, so mostly a copy, but a run in progress or one that does not pickle is pickled
-# here), so a whole flush's worth (thousands of runs) in one could stall the job's threads.
-_RUNS_PER_FRAME = 256
+# Items per frame (an ended runs' item holds up to 32 runs, so up to ~256 runs): its pickle
+# is one C call that holds the GIL throughout (ended runs come pickled, so mostly a copy,
+# but a run in progress or one that does not pickle is pickled here), so a whole flush's
+# worth (thousands of runs) in one could stall the job's threads.
+_ITEMS_PER_FRAME = 8
 # The options the child formats and rotates with.
 _CHILD_OPTIONS = (
     EventLogOptions.MAX_STRING_LENGTH,
@@ -223,8 +224,8 @@ class ProcessWriter:
         with self._lock:
             batch: list[Any] = []
             for item in self.observer.take():
-                batch.append(item)  # an ended run's pickle goes as it is
-                if len(batch) == _RUNS_PER_FRAME:
+                batch.append(item)  # ended runs' pickle goes as it is
+                if len(batch) == _ITEMS_PER_FRAME:
                     self._deliver(batch)
                     batch = []
             if batch:
@@ -274,7 +275,7 @@ def _records_in(item: Any) -> int:
     """The records of a batch item: a run's flat records, or its lines made here."""
     if type(item) is not bytes and len(item) == 1:
         return len(item[0])
-    return count_records(run_of(item)[2])
+    return sum(count_records(records) for _, _, records in runs_of(item))
 
 
 def _write_frame(pipe: IO[bytes], data: bytes) -> None:

@@ -56,10 +56,13 @@ def count_records(records: list[Any]) -> int:
     return n
 
 
-def run_of(item: Any) -> tuple[Any, str, list[Any]]:
-    """``(key, run id, records)`` of what the writer takes (an ended run's is pickled)."""
-    run: tuple[Any, str, list[Any]] = pickle.loads(item) if type(item) is bytes else item
-    return run
+def runs_of(item: Any) -> list[tuple[Any, str, list[Any]]]:
+    """The ``(key, run id, records)`` of what the writer takes: a pickled list of ended runs,
+    or one run as it is (in progress, or one that does not pickle)."""
+    if type(item) is bytes:
+        runs: list[tuple[Any, str, list[Any]]] = pickle.loads(item)
+        return runs
+    return [item]
 
 
 def _key(key: Any) -> Any:
@@ -288,15 +291,15 @@ class _Writer:
                 self._write(lines)
 
     def lines_of(self, items: Iterable[Any]) -> list[bytes]:
-        """The lines of what a writer takes (:func:`run_of`), and of lines made already
+        """The lines of what a writer takes (:func:`runs_of`), and of lines made already
         (a one-item tuple: the writer process gets those for runs that do not pickle)."""
         lines: list[bytes] = []
         for item in items:
             if type(item) is not bytes and len(item) == 1:
                 lines.extend(item[0])
             else:
-                key, run_id, records = run_of(item)
-                self._format(key, run_id, records, lines)
+                for key, run_id, records in runs_of(item):
+                    self._format(key, run_id, records, lines)
         return lines
 
     # -- lines ------------------------------------------------------------------------------
