@@ -13,9 +13,9 @@ The run thread (here) serializes each event (pydantic_core, id and type included
 event stays alive in the queue and its id needs no JSON of its own) and keeps it with plain
 values in the run's list of records, which goes to a bounded queue when the run ends,
 pickled with the runs that ended before it (one pickle per 32 runs; bytes: nothing for the
-garbage collector to walk until the writer runs); every ``event-log.flush-ms`` a writer
-thread takes what is queued (a part-filled batch too), makes the lines of it, and
-of what runs still in progress recorded so far (so a stuck run shows up), and writes them
+garbage collector to walk until the writer runs). Every ``event-log.flush-ms`` a writer
+thread takes what is queued (a part-filled batch too) and what runs still in progress
+recorded so far (so a stuck run shows up), makes the lines and writes them
 (``event_log_writer.py``). Writing is best effort: a full queue drops records, a failing
 disk (full, read-only) drops them too; both are counted (``eventLogDropped``,
 ``eventLogWriteErrors``) and warned about once, and the job goes on. With the writer
@@ -47,13 +47,12 @@ from flink_agents.runtime.observability.event_log_options import (
     writer_kind,
 )
 from flink_agents.runtime.observability.event_log_writer import (
-    _ID_END,
     _ID_TYPE,
-    _TYPE_AT,
     _error,
     _key,
     _Writer,
     count_records,
+    uuid_id_of,
 )
 
 if TYPE_CHECKING:
@@ -77,9 +76,10 @@ def _safe(part: Any) -> str:
 class _RunLog:
     """The records of one run not yet handed to the writer (made on the run thread).
 
-    A run's records go to the queue as one item when the run ends (one queue operation per
-    run, not one per record); the writer also takes what a run still in progress has
-    recorded at each flush, so a long or stuck run shows up in the log while it waits.
+    A run's records go to the queue together when the run ends (no queue operation per
+    record; pickled with other ended runs, see :meth:`EventLogObserver._seal`); the writer
+    also takes what a run still in progress has recorded at each flush, so a long or stuck
+    run shows up in the log while it waits.
 
     ``records`` is flat: the fields of one record after another, each record starting with
     its kind (layout: ``event_log_writer.SIZES``), appended with one ``extend`` (atomic
@@ -313,9 +313,9 @@ class EventLogObserver(RunObserver):
                     body = data = serializer.to_json(event)
                 except PydanticSerializationError:
                     body = data = serializer.to_json(event, fallback=str)
-                # What uuid_id_of checks, inline (a call per event is measurable here).
-                if data[:7] == b'{"id":"' and data[_ID_END - 1 : _TYPE_AT] == b'","type":':
-                    last, last_id = event, data[6:_ID_END]
+                data_id = uuid_id_of(data)
+                if data_id is not None:
+                    last, last_id = event, data_id
                 else:  # a class that writes itself otherwise
                     event_id = to_json(event.id, fallback=str)
                     body = to_json(event, fallback=str, exclude=_ID_TYPE)

@@ -40,6 +40,7 @@ from flink_agents.runtime.observability.event_log_options import EventLogOptions
 from flink_agents.runtime.observability.event_log_writer import (
     _Writer,
     count_records,
+    lines_made,
     runs_of,
     warn_write_error,
 )
@@ -273,8 +274,9 @@ class _ChildWriter(_Writer):
 
 def _records_in(item: Any) -> int:
     """The records of a batch item: a run's flat records, or its lines made here."""
-    if type(item) is not bytes and len(item) == 1:
-        return len(item[0])
+    made = lines_made(item)
+    if made is not None:
+        return len(made)
     return sum(count_records(records) for _, _, records in runs_of(item))
 
 

@@ -65,6 +65,15 @@ def runs_of(item: Any) -> list[tuple[Any, str, list[Any]]]:
     return [item]
 
 
+def lines_made(item: Any) -> list[bytes] | None:
+    """The lines of an item whose lines were made already (a one-item tuple: the writer
+    process gets those for runs that do not pickle), else None."""
+    if type(item) is not bytes and len(item) == 1:
+        lines: list[bytes] = item[0]
+        return lines
+    return None
+
+
 def _key(key: Any) -> Any:
     return key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
 
@@ -295,8 +304,9 @@ class _Writer:
         (a one-item tuple: the writer process gets those for runs that do not pickle)."""
         lines: list[bytes] = []
         for item in items:
-            if type(item) is not bytes and len(item) == 1:
-                lines.extend(item[0])
+            made = lines_made(item)
+            if made is not None:
+                lines.extend(made)
             else:
                 for key, run_id, records in runs_of(item):
                     self._format(key, run_id, records, lines)
