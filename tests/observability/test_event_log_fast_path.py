@@ -251,18 +251,23 @@ def test_a_secret_in_the_key_is_masked(observer: Any) -> None:
     assert json.loads(lines[1])["payload"] == {"note": "with ***"}
 
 
-@pytest.mark.parametrize("writer", ["thread", "process"])
-def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str) -> None:
-    """Ended runs are queued pickled (no survivors for the garbage collector); when a batch
-    does not pickle, each run is pickled on its own and the one whose records do not is
-    queued as it is: its bad record becomes an error line."""
-    obs = EventLogObserver(
+def _drained_by_hand(tmp_path: Path, writer: str) -> EventLogObserver:
+    """An observer with the given writer that drains only when told (``writer.drain()``)."""
+    return EventLogObserver(
         AgentConfiguration({"event-log.writer": writer, "event-log.flush-ms": 600_000}),
         str(tmp_path / "events.log"),
         [],
         SimpleMetricGroup(),
         {"jobId": "job", "subtask": 0},
     )
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str) -> None:
+    """Ended runs are queued pickled (no survivors for the garbage collector); when a batch
+    does not pickle, each run is pickled on its own and the one whose records do not is
+    queued as it is: its bad record becomes an error line."""
+    obs = _drained_by_hand(tmp_path, writer)
     try:
         good = _RunLog("k", "run-1")
         good.records.extend(("run", 1.5, 0.25, None))
@@ -287,13 +292,7 @@ def test_a_run_that_does_not_pickle_is_still_written(tmp_path: Path, writer: str
 def test_ended_runs_go_pickled_32_to_an_item_and_a_flush_takes_the_rest(
     tmp_path: Path, writer: str
 ) -> None:
-    obs = EventLogObserver(
-        AgentConfiguration({"event-log.writer": writer, "event-log.flush-ms": 600_000}),
-        str(tmp_path / "events.log"),
-        [],
-        SimpleMetricGroup(),
-        {"jobId": "job", "subtask": 0},
-    )
+    obs = _drained_by_hand(tmp_path, writer)
     try:
         for i in range(70):
             run_log = _RunLog(f"k{i}", f"run-{i}")
