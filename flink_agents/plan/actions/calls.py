@@ -2,21 +2,32 @@
 
 The interceptor chain (:mod:`flink_agents.api.interceptors`) and the real call run inside one
 ``ctx.durable_execute_async``, so a run replayed after a restore calls neither again. Checks
-that must precede every tool call go right before :func:`call_tool`.
+that must precede every tool call go right before :func:`call_tool` (the tool action
+authorizes the call first: :mod:`.tool_authorization`).
+
+A model call also records, inside its durable record, which tools the model was offered
+(:func:`call_model_offering`), and sends no plan secret (:mod:`.secret_text`). Deadlines:
+a model call is bounded by the setup's ``timeout``, else ``model.timeout``, else the
+connection's own deadline (the built-in providers' ``total_timeout``), else
+:data:`~flink_agents.api.timeouts.DEFAULT_MODEL_DEADLINE`; a tool call by the tool's
+``timeout``, else ``tool.timeout``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
-from flink_agents.api.timeouts import TimeoutOptions, bounded
+from flink_agents.api.timeouts import DEFAULT_MODEL_DEADLINE, TimeoutOptions, bounded
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import UnknownToolError
+from flink_agents.plan.actions.secret_text import masked_arguments, masked_messages, secret_masker
+from flink_agents.plan.actions.tool_authorization import take_offered, with_offered
 from flink_agents.plan.behaviours import run_chain
 
 
@@ -46,25 +57,68 @@ async def call_model(
 ) -> ChatMessage:
     """Call chat model setup ``model`` through the model interceptors, durably: the one
     place a model is called."""
+    reply, _ = await call_model_offering(
+        ctx, model, messages, prompt_args=prompt_args, options=options, offer_tools=offer_tools
+    )
+    return reply
+
+
+async def call_model_offering(
+    ctx: RunnerContext,
+    model: str,
+    messages: list[ChatMessage],
+    *,
+    prompt_args: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    offer_tools: bool = True,
+) -> tuple[ChatMessage, list[str] | None]:
+    """:func:`call_model`, also returning the names of the tools the model was offered
+    (from the call's durable record; None when the reply does not say, see
+    :mod:`.tool_authorization`)."""
     setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    mask = secret_masker(ctx)
+    if mask is not None:
+        messages = masked_messages(messages, mask)
+        prompt_args = masked_arguments(prompt_args, mask)
     chain = _chain(ctx, "model")
-    timeout = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    timeout = model_timeout(setup, ctx)
     if not chain and offer_tools:
         # The setup's own call, as before interceptors existed. Passed only when given: a
         # custom setup whose achat predates prompt_args still works.
         if prompt_args:
             options = {**(options or {}), "prompt_args": prompt_args}
-        achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
-        return await ctx.durable_execute_async(achat, messages, **(options or {}))
-    return await ctx.durable_execute_async(
-        _intercepted_model_call,
-        setup,
-        chain,
-        ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
-        prompt_args or {},
-        offer_tools,
-        timeout,
-    )
+        achat = bounded(_offering_achat(setup), timeout, "chat model", model)
+        reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
+    else:
+        reply = await ctx.durable_execute_async(
+            _intercepted_model_call,
+            setup,
+            chain,
+            ModelCallRequest(
+                model=model, messages=messages, options=dict(options or {}), key=ctx.key
+            ),
+            prompt_args or {},
+            offer_tools,
+            timeout,
+        )
+    return take_offered(reply)
+
+
+def _offering_achat(setup: Any) -> Any:
+    """``setup.achat`` whose reply carries the names of the tools it offered (recorded
+    with it). Keeps ``achat``'s name, so the durable record's signature stays that of
+    ``achat`` (records written before keep replaying), and its ``__self__`` (the metrics
+    see a chat model setup's call)."""
+    achat = setup.achat
+
+    @functools.wraps(achat)
+    async def offering(*args: Any, **kwargs: Any) -> Any:
+        reply = await achat(*args, **kwargs)
+        # Resolved by achat already (cached), so this is cheap.
+        return with_offered(reply, setup.get_tools() if setup.tools else [])
+
+    offering.__self__ = setup  # type: ignore[attr-defined]
+    return offering
 
 
 async def _intercepted_model_call(
@@ -76,15 +130,19 @@ async def _intercepted_model_call(
     timeout: float | None = None,
 ) -> ChatMessage:
     """What the durable record of an intercepted model call wraps: request built, chain
-    run, connection called (bounded by ``timeout``: an interceptor sees the timeout)."""
+    run, connection called (bounded by ``timeout``: an interceptor sees the timeout). The
+    reply carries the names of the tools the connection was given (the chain may change
+    ``request.tools``), or, answered by the chain alone, those the request holds."""
     if offer_tools and setup.tools:
         # Looking tools up may create resources (an MCP server connects): off the loop.
         request.tools = await asyncio.to_thread(setup.get_tools)
     request.messages = setup.prepare_messages(request.messages, prompt_args)
     request.options = {**setup.model_kwargs, **request.options}
+    sent: list[list[Tool]] = []
 
     async def terminal(req: ModelCallRequest) -> ChatMessage:
         achat = bounded(setup.get_connection().achat, timeout, "chat model", request.model)
+        sent.append(list(req.tools or []))
         reply: ChatMessage = await achat(req.messages, req.tools or None, **req.options)
         return reply
 
@@ -92,7 +150,7 @@ async def _intercepted_model_call(
     if not isinstance(reply, ChatMessage):
         # A cache or guardrail may answer with text.
         reply = ChatMessage(role=MessageRole.ASSISTANT, content=str(reply))
-    return reply
+    return with_offered(reply, sent[-1] if sent else request.tools)
 
 
 async def call_tool(
@@ -130,3 +188,18 @@ def call_timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None
     """The resource's own ``timeout``, else the option's value (None: no timeout)."""
     own = getattr(resource, "timeout", None)
     return own if own is not None else ctx.config.get(option)
+
+
+def model_timeout(setup: Any, ctx: RunnerContext) -> float | None:
+    """The deadline the chat action puts on a call of ``setup``: its ``timeout``, else
+    ``model.timeout``, else none when the connection bounds its calls itself (the built-in
+    providers: ``call_deadline``), else :data:`DEFAULT_MODEL_DEADLINE`."""
+    configured = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    if configured is not None:
+        return configured
+    try:
+        connection = setup.get_connection()
+    except Exception:  # noqa: BLE001 - the call itself reports a missing connection
+        return DEFAULT_MODEL_DEADLINE
+    own = getattr(connection, "call_deadline", None)
+    return None if isinstance(own, (int, float)) and own > 0 else DEFAULT_MODEL_DEADLINE

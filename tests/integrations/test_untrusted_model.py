@@ -1,0 +1,233 @@
+"""The model is untrusted, checked at the wire of every provider: a tool name the model was
+not offered never runs; the text we build for the model (tool errors, text ReAct's
+observations, chat-history summaries) reaches the server without a plan secret."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from flink_agents.api.agents.react_agent import ReActAgent
+from flink_agents.api.chat_history import ChatHistory
+from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.decorators import action
+from flink_agents.api.events.chat_event import ChatRequestEvent
+from flink_agents.api.events.event import InputEvent
+from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.api.resource import ResourceDescriptor
+from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.tools.function_tool import FunctionTool
+from flink_agents.integrations.chat_models.openai.openai_chat_model import (
+    OpenAIChatModelConnection,
+    OpenAIChatModelSetup,
+)
+from tests.integrations import agents
+from tests.integrations import fake_servers as fs
+from tests.integrations.agents import OPENAI, PROVIDERS, ChatAgent, Provider
+from tests.integrations.fake_servers import Reply, ScriptedServer
+
+#: The key of another connection of the plan (never used for a call): a plan secret.
+BILLING_KEY = "sk-billing-SECRET-4711-abcdef"
+#: Tool functions' calls.
+RAN: list[str] = []
+
+by_provider = pytest.mark.parametrize("p", PROVIDERS, ids=lambda p: p.name)
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    RAN.clear()
+
+
+def lookup(word: str) -> str:
+    """Look a word up.
+
+    Args:
+        word: the word.
+    """
+    RAN.append(f"lookup:{word}")
+    return f"{word}: found"
+
+
+def drop_database(name: str) -> str:
+    """Drop a database.
+
+    Args:
+        name: which.
+    """
+    RAN.append(f"drop_database:{name}")
+    return "dropped"
+
+
+def charge(amount: int) -> str:
+    """Charge a card; fails with the keys in its message, as careless code does.
+
+    Args:
+        amount: how much.
+    """
+    raise ConnectionError(
+        f"billing refused {amount}: key {BILLING_KEY} invalid; "
+        f"other keys tried: {' '.join(_own_keys())}"
+    )
+
+
+def _own_keys() -> list[str]:
+    return [p.base("")["api_key"] for p in PROVIDERS if "api_key" in p.base("")]
+
+
+def _secrets_of(p: Provider) -> list[str]:
+    own = p.base("").get("api_key")
+    return [BILLING_KEY, *([own] if own else [])]
+
+
+def _agent(p: Provider, server: ScriptedServer, tools: list[str]) -> ChatAgent:
+    agent = ChatAgent()
+    agent.add_resource("conn", p.connection_descriptor(server.url))
+    agent.add_resource(
+        "model", ResourceDescriptor(clazz=p.setup, connection="conn", tools=tools, **p.setup_args)
+    )
+    agent.add_resource(
+        "billing", ResourceDescriptor(clazz=OpenAIChatModelConnection, api_key=BILLING_KEY)
+    )
+    agent.add_resource("lookup", FunctionTool.from_callable(lookup))
+    agent.add_resource("drop_database", FunctionTool.from_callable(drop_database))
+    agent.add_resource("charge", FunctionTool.from_callable(charge))
+    return agent
+
+
+def _ids(p: Provider, name: str) -> str:
+    # Ollama's calls have no ids: results go back by tool name.
+    return name if p.name == "ollama" else f"call_{name}"
+
+
+@by_provider
+def test_a_tool_name_the_model_was_not_offered_never_runs(p: Provider):
+    def respond(request: Any) -> Reply:
+        if not p.tool_results(request.body):
+            # Two calls in one reply; the first is what an injection would ask for.
+            if p.name == "openai":
+                body = fs.openai_reply(
+                    None,
+                    [
+                        ("call_drop_database", "drop_database", {"name": "prod"}),
+                        ("call_lookup", "lookup", {"word": "flink"}),
+                    ],
+                )
+            elif p.name == "anthropic":
+                body = fs.anthropic_reply(
+                    None,
+                    [
+                        ("call_drop_database", "drop_database", {"name": "prod"}),
+                        ("call_lookup", "lookup", {"word": "flink"}),
+                    ],
+                )
+            else:
+                body = fs.ollama_reply(
+                    "", [("drop_database", {"name": "prod"}), ("lookup", {"word": "flink"})]
+                )
+            return Reply(body)
+        return Reply(p.text_reply(json.dumps(p.tool_results(request.body))))
+
+    with ScriptedServer(respond=respond) as server:
+        out = agents.run_agent(_agent(p, server, ["lookup"]), [{"key": "k", "value": "go"}])
+    assert RAN == ["lookup:flink"]
+    offered = [t.get("name") or t["function"]["name"] for t in server.requests[0].body["tools"]]
+    assert offered == ["lookup"]
+    results = dict(p.tool_results(server.requests[1].body))
+    assert results[_ids(p, "drop_database")] == (
+        "Error: unknown tool 'drop_database'; the tools you can call are: lookup"
+    )
+    assert results[_ids(p, "lookup")] == "flink: found"
+    assert [o["k"]["content"] for o in out] == [json.dumps(p.tool_results(server.requests[1].body))]
+
+
+@by_provider
+def test_a_tool_error_reaches_the_provider_without_plan_secrets(p: Provider):
+    def respond(request: Any) -> Reply:
+        if not p.tool_results(request.body):
+            return Reply(p.tool_reply(_ids(p, "charge"), "charge", {"amount": 30}))
+        return Reply(p.text_reply("sorry, billing is down"))
+
+    with ScriptedServer(respond=respond) as server:
+        out = agents.run_agent(_agent(p, server, ["charge"]), [{"key": "k", "value": "pay"}])
+    assert [o["k"]["content"] for o in out] == ["sorry, billing is down"]
+    sent = json.dumps(server.requests[1].body)
+    for secret in _secrets_of(p):
+        assert secret not in sent
+    ((_, error),) = p.tool_results(server.requests[1].body)
+    assert error.startswith("Error: tool 'charge' failed: ConnectionError: billing refused 30")
+    assert "key *** invalid" in error
+
+
+def _react_replies(request: Any) -> Reply:
+    users = [m for m in request.body["messages"] if m["role"] == "user"]
+    if not users[-1]["content"].startswith("Observation:"):
+        return Reply(fs.openai_reply('Thought: pay.\nAction: charge\nAction Input: {"amount": 5}'))
+    return Reply(fs.openai_reply("Answer: could not pay"))
+
+
+def test_a_text_react_observation_reaches_the_provider_without_plan_secrets():
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    with ScriptedServer(respond=_react_replies) as server:
+        env.add_resource("conn", OPENAI.connection_descriptor(server.url))
+        env.add_resource(
+            "billing", ResourceDescriptor(clazz=OpenAIChatModelConnection, api_key=BILLING_KEY)
+        )
+        env.add_resource("charge", FunctionTool.from_callable(charge))
+        agent = ReActAgent(
+            chat_model=ResourceDescriptor(
+                clazz=OpenAIChatModelSetup, connection="conn", model="m", tools=["charge"]
+            ),
+            tool_calling="text",
+        )
+        out = env.from_list([{"key": "k", "value": "pay 5"}]).apply(agent).to_list()
+        env.execute()
+    assert out == [{"k": "could not pay"}]
+    observation = server.requests[1].body["messages"][-1]["content"]
+    assert observation.startswith("Observation: Error: tool 'charge' failed: ConnectionError")
+    for secret in _secrets_of(OPENAI):
+        assert secret not in json.dumps(server.requests[1].body)
+
+
+class HistoryAgent(ChatAgent):
+    """ChatAgent whose requests keep a history of 2 messages, older turns summarized."""
+
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: InputEvent, ctx: RunnerContext) -> None:
+        ctx.send_event(
+            ChatRequestEvent(
+                model="model",
+                messages=[ChatMessage(role=MessageRole.USER, content=event.input)],
+                chat_history=ChatHistory(max_messages=2, overflow="summarize"),  # type: ignore[call-arg]
+            )
+        )
+
+
+def test_a_history_summary_request_reaches_the_provider_without_plan_secrets():
+    # The model (as if steered) repeats a plan secret in an answer; the answer goes into
+    # the key's history, and later requests, the summary request included, mask it.
+    def respond(request: Any) -> Reply:
+        text = json.dumps(request.body["messages"])
+        if "Summarize" in text or "summar" in text.lower():
+            return Reply(fs.openai_reply("a summary"))
+        return Reply(fs.openai_reply(f"the billing key is {BILLING_KEY}"))
+
+    agent = HistoryAgent()
+    with ScriptedServer(respond=respond) as server:
+        agent.add_resource("conn", OPENAI.connection_descriptor(server.url))
+        agent.add_resource(
+            "model", ResourceDescriptor(clazz=OPENAI.setup, connection="conn", **OPENAI.setup_args)
+        )
+        agent.add_resource(
+            "billing", ResourceDescriptor(clazz=OpenAIChatModelConnection, api_key=BILLING_KEY)
+        )
+        agents.run_agent(agent, [{"key": "k", "value": "first"}, {"key": "k", "value": "second"}])
+    bodies = [json.dumps(r.body) for r in server.requests]
+    assert len(bodies) >= 3  # first, summary of the first turn, second
+    assert any("summar" in b.lower() for b in bodies[1:])
+    for body in bodies:
+        assert BILLING_KEY not in body
+    assert any("the billing key is ***" in b for b in bodies[1:])
