@@ -27,10 +27,10 @@ from flink_agents.integrations.embedding_models.ollama_embedding_model import (
 from flink_agents.integrations.embedding_models.openai_embedding_model import (
     OpenAIEmbeddingModelConnection,
 )
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import PROVIDERS, ChatAgent, Provider
 from tests.integrations.dribble import DribblingServer
-from tests.integrations.fake_servers import Reply, ScriptedServer
 
 USER = [ChatMessage(role=MessageRole.USER, content="hello")]
 #: Far below the time any dribbled reply takes, far above any deadline used here.

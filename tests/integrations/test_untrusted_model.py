@@ -23,10 +23,10 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelConnection,
     OpenAIChatModelSetup,
 )
+from flink_agents.testing import servers as fs
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
-from tests.integrations import fake_servers as fs
 from tests.integrations.agents import OPENAI, PROVIDERS, ChatAgent, Provider
-from tests.integrations.fake_servers import Reply, ScriptedServer
 
 #: The key of another connection of the plan (never used for a call): a plan secret.
 BILLING_KEY = "sk-billing-SECRET-4711-abcdef"
