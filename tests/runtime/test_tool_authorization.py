@@ -108,16 +108,20 @@ def test_a_replay_after_a_restore_decides_as_the_first_run():
 
 
 def test_a_record_without_the_offer_falls_back_to_the_setups_tools():
-    # A model call recorded before the offer was kept with it (or by a custom setup): the
-    # setup's own tools decide.
-    runner = AgentRunner(AgentPlan.from_agent(aa.guarded_agent()))
+    # An intercepted model call recorded before the offer was kept with it: the setup's
+    # own tools decide. (Without interceptors the offer is never recorded: it is the
+    # setup's, fixed by the plan.)
+    aa.SWITCHES["hide_lookup"] = False
+    runner = AgentRunner(AgentPlan.from_agent(aa.guarded_agent(interceptors=(aa.hide_lookup,))))
     records: dict[str, DurableRecord] = {}
     runner.run_sync("k", {"calls": [DROP, LOOKUP]}, on_record=records.__setitem__)
     old = records["1"]
     reply = old.result
+    assert reply.extra_args["_offered_tools"] == ["lookup"]
     extra = {k: v for k, v in reply.extra_args.items() if k != "_offered_tools"}
     bare = DurableRecord(old.signature, result=reply.model_copy(update={"extra_args": extra}))
     aa.RAN.clear()
+    aa.SWITCHES["hide_lookup"] = True  # would hide it now; the setup offers it
     replayed = runner.run_sync("k", {"calls": [DROP, LOOKUP]}, durable={"1": bare})
     assert replayed.outputs == [f"drop_database[c0]={REFUSED}; lookup[c1]=hi is a word"]
     assert aa.RAN == ["lookup:hi"]

@@ -16,7 +16,6 @@ connection's own deadline (the built-in providers' ``total_timeout``), else
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
@@ -72,9 +71,9 @@ async def call_model_offering(
     options: dict[str, Any] | None = None,
     offer_tools: bool = True,
 ) -> tuple[ChatMessage, list[str] | None]:
-    """:func:`call_model`, also returning the names of the tools the model was offered
-    (from the call's durable record; None when the reply does not say, see
-    :mod:`.tool_authorization`)."""
+    """:func:`call_model`, also returning the names of the tools the model was offered when
+    model interceptors may have changed them (recorded in the call's durable record); None
+    when the offer is the setup's own (see :mod:`.tool_authorization`)."""
     setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
     mask = secret_masker(ctx)
     if mask is not None:
@@ -87,7 +86,9 @@ async def call_model_offering(
         # custom setup whose achat predates prompt_args still works.
         if prompt_args:
             options = {**(options or {}), "prompt_args": prompt_args}
-        achat = bounded(_offering_achat(setup), timeout, "chat model", model)
+        # Without interceptors the offer is the setup's tools, fixed by the plan: the reply
+        # needs not carry it (the chat action asks the setup when the model calls tools).
+        achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
         reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
     else:
         reply = await ctx.durable_execute_async(
@@ -102,23 +103,6 @@ async def call_model_offering(
             timeout,
         )
     return take_offered(reply)
-
-
-def _offering_achat(setup: Any) -> Any:
-    """``setup.achat`` whose reply carries the names of the tools it offered (recorded
-    with it). Keeps ``achat``'s name, so the durable record's signature stays that of
-    ``achat`` (records written before keep replaying), and its ``__self__`` (the metrics
-    see a chat model setup's call)."""
-    achat = setup.achat
-
-    @functools.wraps(achat)
-    async def offering(*args: Any, **kwargs: Any) -> Any:
-        reply = await achat(*args, **kwargs)
-        # Resolved by achat already (cached), so this is cheap.
-        return with_offered(reply, setup.get_tools() if setup.tools else [])
-
-    offering.__self__ = setup  # type: ignore[attr-defined]
-    return offering
 
 
 async def _intercepted_model_call(
@@ -197,9 +181,18 @@ def model_timeout(setup: Any, ctx: RunnerContext) -> float | None:
     configured = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
     if configured is not None:
         return configured
-    try:
-        connection = setup.get_connection()
-    except Exception:  # noqa: BLE001 - the call itself reports a missing connection
-        return DEFAULT_MODEL_DEADLINE
-    own = getattr(connection, "call_deadline", None)
-    return None if isinstance(own, (int, float)) and own > 0 else DEFAULT_MODEL_DEADLINE
+    cached = _SELF_BOUNDED.get(id(setup))
+    if cached is None or cached[0] is not setup:
+        try:
+            own = getattr(setup.get_connection(), "call_deadline", None)
+        except Exception:  # noqa: BLE001 - the call itself reports a missing connection
+            own = None
+        if len(_SELF_BOUNDED) >= 256:
+            _SELF_BOUNDED.clear()  # setups live as long as their runner's resources
+        cached = _SELF_BOUNDED[id(setup)] = (setup, isinstance(own, (int, float)) and own > 0)
+    return None if cached[1] else DEFAULT_MODEL_DEADLINE
+
+
+#: Whether a setup's connection bounds its calls itself, by setup (kept with it, so that its
+#: id is not reused meanwhile).
+_SELF_BOUNDED: dict[int, tuple[Any, bool]] = {}

@@ -203,8 +203,8 @@ def _request_tools(
     calls = [_normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)]
     response = response.model_copy(update={"tool_calls": calls})
     if offered is None:
-        # The reply does not say (a setup with its own achat, a record written before the
-        # reply said): what the setup offers, or nothing with the tools in the text.
+        # The reply does not say: the setup offered its own tools (nothing with the tools
+        # in the text).
         offered = (
             []
             if state.get("tools_in_text")

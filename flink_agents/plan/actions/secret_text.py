@@ -27,11 +27,21 @@ _MIN_LENGTH = 4
 
 def secret_masker(ctx: RunnerContext) -> Callable[[str], str] | None:
     """A function masking the plan's secret values in a text; None when the plan has none
-    (the common case costs nothing)."""
+    (the common case costs nothing). Made once per plan."""
     plan = getattr(ctx, "agent_plan", None)
-    values = getattr(plan, "secrets", None) if plan is not None else None
-    if not values:
+    if plan is None:
         return None
+    cached = _MASKERS.get(id(plan))
+    if cached is not None and cached[0] is plan:
+        return cached[1]
+    masker = _masker(getattr(plan, "secrets", None) or {})
+    if len(_MASKERS) >= _MAX_PLANS:
+        _MASKERS.clear()  # plans live as long as their runner: a few per process
+    _MASKERS[id(plan)] = (plan, masker)
+    return masker
+
+
+def _masker(values: Mapping[str, Any]) -> Callable[[str], str] | None:
     secrets = sorted(
         {v for v in values.values() if isinstance(v, str) and len(v) >= _MIN_LENGTH},
         key=len,
@@ -47,6 +57,11 @@ def secret_masker(ctx: RunnerContext) -> Callable[[str], str] | None:
         return text
 
     return mask
+
+
+#: Masker by plan (the plan kept with it, so that its id is not reused meanwhile).
+_MASKERS: dict[int, tuple[Any, Callable[[str], str] | None]] = {}
+_MAX_PLANS = 64
 
 
 def masked_messages(

@@ -9,11 +9,14 @@ tool never runs.
 
 What was offered travels with the reply:
 
-- the model call (``calls.call_model_offering``) puts the names of the tools sent to the
-  model into the reply, **inside** the call's durable record (the tools a setup offers, or
-  ``request.tools`` after the model interceptors, which may add or drop tools; none when
-  ``tools_in_text``). A run replayed after a restore reads them back from the record, so it
-  decides the same way even if the interceptors or an MCP server would choose otherwise now;
+- without model interceptors, a model is offered its setup's tools, which the plan fixes
+  (names of tool resources, of MCP tools, and their metadata names): a run replayed after a
+  restore finds the same names;
+- with model interceptors (which may add or drop tools per call) or ``tools_in_text`` (no
+  tool offered), the model call (``calls.call_model_offering``) puts the names of the tools
+  it sent into the reply **inside** the call's durable record. A run replayed after a
+  restore reads them back from the record, so it decides the same way even if the
+  interceptors would choose otherwise now;
 - the chat action passes them on as the ``offered_tools`` field of the
   :class:`ToolRequestEvent` (an extra field, so the event's JSON stays upstream's);
 - text ReAct (``ReActAgent(tool_calling="text")``) sends the names it listed in its prompt;
@@ -65,7 +68,7 @@ def with_offered(reply: Any, tools: list[Tool] | None) -> Any:
 
 def take_offered(reply: ChatMessage) -> tuple[ChatMessage, list[str] | None]:
     """``(reply without the annotation, offered names)``; None when the reply carries none
-    (a custom setup's own ``achat``, a record written before the annotation existed)."""
+    (the setup's own offer, or a record written before the annotation existed)."""
     names = reply.extra_args.get(_REPLY_KEY)
     if names is None:
         return reply, None
