@@ -46,6 +46,9 @@ test-flink-thread: venv java
 test-flink-process: venv java
 	FLINK_AGENTS_TEST_MODE=process $(PY) -m pytest tests/flink -m flink -q
 
+# mkdocs-material's banner about its successor, printed on every build: not a problem of ours.
+export NO_MKDOCS_2_WARNING := 1
+
 LINTED := flink_agents tests examples benchmarks scripts docs/gen_reference.py setup.py \
 	java-bridge/build.py
 

@@ -298,13 +298,15 @@ def main() -> None:
             f"{max_in_flight}) / 0.2 s = {ideal:.0f} runs/s: {concurrency['rate'] / ideal:.0%} "
             "(target >= 80%)"
         )
-        points.append({"in_flight": max_in_flight, "rate": concurrency["rate"], "ideal": ideal})
+        points.append(
+            {"in_flight": max_in_flight, "rate": round(concurrency["rate"], 1), "ideal": ideal}
+        )
     if args.plot:
         entry = {
             "flink": flink_version,
             "mode": args.mode,
-            "baseline": baseline["rate"],
-            "agent": agent["rate"],
+            "baseline": round(baseline["rate"], 1),
+            "agent": round(agent["rate"], 1),
             "concurrency": points,
         }
         entries = plots.merge_entries(args.plot_data, entry)

@@ -135,7 +135,8 @@ def options_page() -> str:
     out = [
         _HEADER.format(source="the ConfigOption declarations"),
         "# Configuration options\n\n",
-        "Every option the package declares, by the module and holder class that declare it. "
+        "Every option the package declares, by the module that declares it: its key and type, "
+        "its default, what it does and the option object in the code. "
         "Set them on the environment (`agents_env.get_config().set(Option, value)` or "
         "`.set_str(key, value)`), in the `agent:` section of a configuration file, as keyword "
         "arguments of `get_execution_environment(...)`, or with `--config KEY=VALUE` on the "
@@ -149,15 +150,15 @@ def options_page() -> str:
         if not effective:
             continue
         out.append(f"## `{name}`\n\n")
-        out.append("| key | type | default | description | option |\n|---|---|---|---|---|\n")
+        out.append("| key | default | description |\n|---|---|---|\n")
         for attribute, option in effective:
             description = _rst_to_md(option.description)
             if option.alias_of:
                 description += f" Another name of `{option.alias_of[0].key}`."
             names = ", ".join(f"`{n}`" for n in [attribute, *seen[id(option)]])
             out.append(
-                f"| `{option.key}` | {_cell(_type_text(option))} | "
-                f"{_cell(_default_text(option))} | {_cell(description)} | {names} |\n"
+                f"| `{option.key}`<br>{_cell(_type_text(option))} | "
+                f"{_cell(_default_text(option))} | {_cell(description)}<br>{names} |\n"
             )
         out.append("\n")
     families = sorted(core_options._FAMILIES)
