@@ -12,6 +12,10 @@ Usage::
     python docs/gen_reference.py           # write the pages (`make docs` does)
     python docs/gen_reference.py --check   # exit 1, naming the stale pages (`make lint` does)
 
+It runs in a process of its own: the option registry of a process that declared options of
+its own (a test run) holds more than the package's, and the generator refuses options it
+cannot place.
+
 ``tests/docs/test_reference.py`` fails while a committed page differs from what this writes.
 """
 
@@ -372,10 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     """Write the pages, or with ``--check`` report the stale ones (exit code 1)."""
     parser = argparse.ArgumentParser(description="Generate the reference pages of the docs.")
     parser.add_argument("--check", action="store_true", help="only check they are up to date")
+    parser.add_argument(
+        "--out", type=Path, default=REFERENCE, help="the pages' folder (docs/reference)"
+    )
     args = parser.parse_args(argv)
     stale = []
     for name, render in PAGES.items():
-        path = REFERENCE / name
+        path = args.out / name
         text = render()
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current == text:
