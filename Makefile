@@ -52,12 +52,14 @@ export NO_MKDOCS_2_WARNING := 1
 LINTED := flink_agents tests examples benchmarks scripts docs/gen_reference.py setup.py \
 	java-bridge/build.py
 
-## Lint, types, and the docs: the generated reference pages must be up to date and the site
-## must build with `mkdocs build --strict` (broken links and anchors fail it); ~10 s.
+## Lint, types, the import contracts, and the docs: the generated reference pages must be up
+## to date and the site must build with `mkdocs build --strict` (broken links and anchors
+## fail it; the docs part takes ~10 s).
 lint: venv
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 	$(PY) docs/gen_reference.py --check
 	$(PY) -m mkdocs build --strict --quiet --site-dir build/site
 
