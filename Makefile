@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 ## The test command (README, Getting started).
 test: venv java model browser lint test-fast test-flink
 
-## Headless chromium for the trace page test (Debian's package; a no-op when installed,
-## a note when it cannot be installed here: the test then skips with that reason).
+## Headless chromium for the trace page and docs site tests (Debian's package; a no-op when
+## installed, a note when it cannot be installed here: those tests then skip with that reason).
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import enum
+import functools
 import importlib
 import inspect
 import re
@@ -56,6 +57,7 @@ def _rst_to_md(text: str) -> str:
 # -- options ----------------------------------------------------------------------------------
 
 
+@functools.cache
 def option_modules() -> list[str]:
     """The modules of ``flink_agents`` that declare or register configuration options."""
     package = ROOT / "flink_agents"
