@@ -156,6 +156,8 @@ def main() -> None:
     )
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of the durations here")
     args = parser.parse_args()
+    if args.plot:
+        plots.require()
     load_before = plots.load_average()
     series: dict[str, dict[str, Any]] = {}
     print(

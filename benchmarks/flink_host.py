@@ -243,6 +243,8 @@ def main() -> None:
         "version and mode) and plot all its entries",
     )
     args = parser.parse_args()
+    if args.plot:
+        plots.require()
     load_before = plots.load_average()
 
     def show(result: dict[str, Any]) -> None:

@@ -42,6 +42,11 @@ def _pyplot() -> Any:
     return plt
 
 
+def require() -> None:
+    """Fail now, before the benchmark runs, when ``--plot`` cannot draw (no matplotlib)."""
+    _pyplot()
+
+
 def _save(fig: Any, path: str, note: str) -> None:
     """Write ``fig`` to ``path`` with ``note`` (how it was measured) under it."""
     lines = textwrap.wrap(note, width=150)
