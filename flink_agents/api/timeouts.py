@@ -1,7 +1,7 @@
 """Deadlines of model calls, embedding calls, tool calls, MCP calls and actions.
 
-Every call to something outside has a deadline by default (the table is in the user
-guide, "Timeouts"):
+Every call to something outside has a deadline by default (the table of defaults is in
+docs/user-guide/timeouts.md):
 
 - **chat model calls**: the connections of the built-in providers bound each call as a
   whole, connect, send and the complete reply of every attempt plus the waits between
