@@ -29,14 +29,15 @@ from flink_agents.integrations.embedding_models.openai_embedding_model import (
 )
 from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
-from tests.integrations.agents import PROVIDERS, ChatAgent, Provider
+from tests.integrations.agents import ChatAgent, Provider
 from tests.integrations.dribble import DribblingServer
+from tests.integrations.every_provider import every_provider
 
 USER = [ChatMessage(role=MessageRole.USER, content="hello")]
 #: Far below the time any dribbled reply takes, far above any deadline used here.
 CUT = 20.0
 
-by_provider = pytest.mark.parametrize("p", PROVIDERS, ids=lambda p: p.name)
+by_provider = pytest.mark.parametrize("p", every_provider())
 both_paths = pytest.mark.parametrize("mode", ["async", "sync"])
 
 

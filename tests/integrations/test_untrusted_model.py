@@ -26,14 +26,15 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
 from flink_agents.testing import servers as fs
 from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
-from tests.integrations.agents import OPENAI, PROVIDERS, ChatAgent, Provider
+from tests.integrations.agents import OPENAI, ChatAgent, Provider
+from tests.integrations.every_provider import every_provider, secret_of
 
 #: The key of another connection of the plan (never used for a call): a plan secret.
 BILLING_KEY = "sk-billing-SECRET-4711-abcdef"
 #: Tool functions' calls.
 RAN: list[str] = []
 
-by_provider = pytest.mark.parametrize("p", PROVIDERS, ids=lambda p: p.name)
+by_provider = pytest.mark.parametrize("p", every_provider())
 
 
 @pytest.fixture(autouse=True)
@@ -69,16 +70,16 @@ def charge(amount: int) -> str:
     """
     raise ConnectionError(
         f"billing refused {amount}: key {BILLING_KEY} invalid; "
-        f"other keys tried: {' '.join(_own_keys())}"
+        f"other keys tried: {' '.join(OWN_KEYS)}"
     )
 
 
-def _own_keys() -> list[str]:
-    return [p.base("")["api_key"] for p in PROVIDERS if "api_key" in p.base("")]
+#: The keys of the provider connections of the tests (the tool's error names all of them).
+OWN_KEYS: list[str] = [s for p in every_provider() if (s := secret_of(p.values[0]))]
 
 
 def _secrets_of(p: Provider) -> list[str]:
-    own = p.base("").get("api_key")
+    own = secret_of(p)
     return [BILLING_KEY, *([own] if own else [])]
 
 
@@ -104,50 +105,32 @@ def _ids(p: Provider, name: str) -> str:
 
 @by_provider
 def test_a_tool_name_the_model_was_not_offered_never_runs(p: Provider):
+    # The model asks for drop_database (what an injected instruction would ask for): a tool
+    # of the agent that this setup does not offer.
+    call_id = getattr(p, "call_id", None) or _ids(p, "drop_database")
+
     def respond(request: Any) -> Reply:
         if not p.tool_results(request.body):
-            # Two calls in one reply; the first is what an injection would ask for.
-            if p.name == "openai":
-                body = fs.openai_reply(
-                    None,
-                    [
-                        ("call_drop_database", "drop_database", {"name": "prod"}),
-                        ("call_lookup", "lookup", {"word": "flink"}),
-                    ],
-                )
-            elif p.name == "anthropic":
-                body = fs.anthropic_reply(
-                    None,
-                    [
-                        ("call_drop_database", "drop_database", {"name": "prod"}),
-                        ("call_lookup", "lookup", {"word": "flink"}),
-                    ],
-                )
-            else:
-                body = fs.ollama_reply(
-                    "", [("drop_database", {"name": "prod"}), ("lookup", {"word": "flink"})]
-                )
-            return Reply(body)
-        return Reply(p.text_reply(json.dumps(p.tool_results(request.body))))
+            return Reply(p.tool_reply(call_id, "drop_database", {"name": "prod"}))
+        return Reply(p.text_reply("ok"))
 
     with ScriptedServer(respond=respond) as server:
         out = agents.run_agent(_agent(p, server, ["lookup"]), [{"key": "k", "value": "go"}])
-    assert RAN == ["lookup:flink"]
-    offered = [t.get("name") or t["function"]["name"] for t in server.requests[0].body["tools"]]
-    assert offered == ["lookup"]
-    results = dict(p.tool_results(server.requests[1].body))
-    assert results[_ids(p, "drop_database")] == (
-        "Error: unknown tool 'drop_database'; the tools you can call are: lookup"
-    )
-    assert results[_ids(p, "lookup")] == "flink: found"
-    assert [o["k"]["content"] for o in out] == [json.dumps(p.tool_results(server.requests[1].body))]
+    assert RAN == []
+    assert [o["k"]["content"] for o in out] == ["ok"]
+    assert "lookup" in json.dumps(server.requests[0].body)
+    assert "drop_database" not in json.dumps(server.requests[0].body)  # not offered
+    ((_, result),) = p.tool_results(server.requests[1].body)
+    assert result == "Error: unknown tool 'drop_database'; the tools you can call are: lookup"
 
 
 @by_provider
 def test_a_tool_error_reaches_the_provider_without_plan_secrets(p: Provider):
+    call_id = getattr(p, "call_id", None) or _ids(p, "charge")
+
     def respond(request: Any) -> Reply:
         if not p.tool_results(request.body):
-            return Reply(p.tool_reply(_ids(p, "charge"), "charge", {"amount": 30}))
+            return Reply(p.tool_reply(call_id, "charge", {"amount": 30}))
         return Reply(p.text_reply("sorry, billing is down"))
 
     with ScriptedServer(respond=respond) as server:
