@@ -81,7 +81,7 @@ def test_the_option_modules_known_to_the_registry_are_found_by_reading_the_sourc
     from flink_agents.api import core_options
 
     found = gen.option_modules()
-    for module in core_options._OPTION_MODULES:
+    for module in core_options.option_modules():
         assert module in found, module
 
 
