@@ -55,6 +55,7 @@ PUBLIC = {
         "ConfigOption",
         "ErrorHandlingStrategy",
         "MemoryEventOptions",
+        "option_modules",
         "ShortTermMemoryTtlUpdate",
         "ShortTermMemoryTtlVisibility",
         "register_key_family",
