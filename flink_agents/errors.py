@@ -4,6 +4,7 @@
 
     FlinkAgentsError
      +-- ConfigurationError          developer mistake: a bad option value or key
+     |    +-- MissingExtraError      an optional dependency is not installed (names the extra)
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- EventAttributeError         developer mistake: an event attribute that is not JSON
@@ -63,6 +64,19 @@ def _rebuild(cls: type[FlinkAgentsError], args: tuple[Any, ...], state: dict[str
 
 class ConfigurationError(FlinkAgentsError, ValueError):
     """An option has an unknown key or a value of the wrong type or range."""
+
+
+class MissingExtraError(ConfigurationError):
+    """An optional dependency of an integration is not installed.
+
+    Attributes:
+        extra: the extra of ``flink-agents-py`` that installs it (``pip install
+            'flink-agents-py[<extra>]'``).
+    """
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class PlanValidationError(FlinkAgentsError, ValueError):
