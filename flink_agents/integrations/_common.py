@@ -303,7 +303,13 @@ class ModelClientSettings(BaseModel):
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
         tries = f" after {attempts} attempt(s)" if exc.retryable else ""
         message = redact(f"{exc.message}{tries}", *self._secrets())
-        return ModelCallError(message, provider=self.PROVIDER, model=model, status=exc.status)
+        return ModelCallError(
+            message,
+            provider=self.PROVIDER,
+            model=model,
+            status=exc.status,
+            throttled=exc.throttled,
+        )
 
     def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
         """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit

@@ -111,6 +111,10 @@ class DashScopeClient(ModelClientSettings):
         name = type(exc).__name__
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in name:
             return CallFailure(f"no reply from {where} within {self._seconds()}s", retryable=True)
+        if isinstance(exc, (ValueError, TypeError, KeyError)):
+            # the SDK could not read the answer (not JSON, or not DashScope's shape);
+            # before OSError: requests' JSONDecodeError is both
+            return CallFailure(f"malformed reply from {where}: {name}: {snippet(str(exc))}")
         if "Connect" in name or isinstance(exc, (ConnectionError, OSError)):
             return CallFailure(f"cannot reach {where}: {name}: {exc}", retryable=True)
         return CallFailure(f"{name}: {snippet(str(exc))}")

@@ -22,7 +22,6 @@ from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import (
     CallFailure,
     ModelClientSettings,
-    PerLoop,
     is_retryable_status,
     secret_value,
     snippet,
@@ -63,7 +62,6 @@ class GeminiClient(ModelClientSettings):
     api_version: str | None = None
 
     _client: Any = PrivateAttr(default=None)
-    _aclients: PerLoop[Any] | None = PrivateAttr(default=None)
     _client_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def _key(self) -> str | None:
@@ -123,15 +121,6 @@ class GeminiClient(ModelClientSettings):
                     self._client = self._new_client()
         return self._client
 
-    @property
-    def aclient(self) -> Any:
-        """The ``genai.Client`` of the running event loop (use its ``.aio``)."""
-        if self._aclients is None:
-            with self._client_lock:
-                if self._aclients is None:
-                    self._aclients = PerLoop(self._new_client)
-        return self._aclients.get()
-
     def _where(self) -> str:
         if self.base_url:
             return self.base_url
@@ -163,4 +152,3 @@ class GeminiClient(ModelClientSettings):
     def close(self) -> None:
         """Forget the clients (their HTTP pools close with them)."""
         self._client = None
-        self._aclients = None

@@ -44,9 +44,13 @@ def ollama_is_throttling(status: int | None, message: str | None = None) -> bool
 
 
 def bedrock_is_throttling(error_code: str | None, status: int | None = None) -> bool:
-    """Amazon Bedrock: ``ThrottlingException`` (or ``TooManyRequestsException``); a bare 429
-    without a code counts too."""
-    return (error_code or "") in _BEDROCK_THROTTLING or (not error_code and status == 429)
+    """Amazon Bedrock: ``ThrottlingException`` (or ``TooManyRequestsException``); a 429
+    without an error code (botocore then uses the status as the code) counts too, while
+    ``ModelNotReadyException`` (also 429: the model is being loaded) does not."""
+    code = error_code or ""
+    if code in _BEDROCK_THROTTLING:
+        return True
+    return status == 429 and (not code or code.isdigit())
 
 
 def gemini_is_throttling(status: int | None, status_text: str | None = None) -> bool:

@@ -39,6 +39,8 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
+    #: the body's bytes as received (for signatures over the payload)
+    raw: bytes = b""
 
 
 class ScriptedServer:
@@ -80,7 +82,11 @@ class ScriptedServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 request = Request(
-                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    raw,
                 )
                 with server._lock:
                     server.requests.append(request)

@@ -16,7 +16,9 @@ calls. An output schema is sent as JSON mode (``response_format={"type": "json_o
 which every Qwen chat model has) with the schema as a system instruction;
 ``structured_output="json_schema"`` sends it as a ``json_schema`` response format (models
 that support it), ``"off"`` only as the instruction. Usage comes from ``input_tokens`` /
-``output_tokens``; a throttling answer (``Throttling.*``) is retried.
+``output_tokens``; a throttling answer (``Throttling.*``) is retried. Asynchronous calls run
+the SDK's synchronous ``Generation.call`` on a worker thread (its ``AioGeneration`` leaves an
+aiohttp session per call behind).
 """
 
 from __future__ import annotations
@@ -110,16 +112,6 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
             raise self._transport_failure(exc) from None
         return self._answer(response)
 
-    async def _aattempt(self, request: dict[str, Any]) -> Any:
-        sdk = dashscope_sdk(type(self).__name__)
-        try:
-            response = await sdk.AioGeneration.call(**request, **self._call_kwargs())
-        except ModelCallError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - aiohttp's errors, classified
-            raise self._transport_failure(exc) from None
-        return self._answer(response)
-
     def _parse(self, response: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
         output = getattr(response, "output", None)
         try:
@@ -127,7 +119,7 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
             message = dict(choice["message"])
         except (KeyError, IndexError, TypeError):
             raise ModelCallError(
-                f"the reply has no choices: {snippet(str(response))}",
+                f"malformed reply: no choices in {snippet(str(response))}",
                 provider=self.PROVIDER,
                 model=model,
             ) from None
@@ -167,18 +159,6 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
         request, model = self._request(messages, tools, kwargs)
         watch = Stopwatch()
         reply, attempts = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return self._parse(reply, model, watch, attempts)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat` (the SDK's ``AioGeneration``)."""
-        request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
-        reply, attempts = await self.acall_with_retries(self._aattempt, request, model=model)
         return self._parse(reply, model, watch, attempts)
 
 

@@ -174,7 +174,7 @@ class BedrockChatModelConnection(BaseChatModelConnection, BedrockClient):
                 raise TypeError
         except (KeyError, TypeError):
             raise ModelCallError(
-                f"the reply has no output message: {snippet(str(reply))}",
+                f"malformed reply: no output message in {snippet(str(reply))}",
                 provider=self.PROVIDER,
                 model=model,
             ) from None

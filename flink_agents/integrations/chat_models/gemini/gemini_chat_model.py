@@ -21,6 +21,8 @@ no tools; with tools (a ReAct loop) it is added as an instruction, because Gemin
 function calling together with a JSON response type (``structured_output="json_schema"``
 sends both, for models that accept it). Usage: ``prompt_token_count`` and
 ``candidates_token_count`` + ``thoughts_token_count``. ``RESOURCE_EXHAUSTED`` is retried.
+Asynchronous calls run the SDK's synchronous client on a worker thread: its ``aio`` clients
+belong to one event loop each and cannot be closed once their loop is gone.
 """
 
 from __future__ import annotations
@@ -171,20 +173,12 @@ class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
         except Exception as exc:  # noqa: BLE001 - the SDK's and httpx's errors, classified
             raise self._failure(exc) from None
 
-    async def _aattempt(self, request: dict[str, Any]) -> Any:
-        try:
-            return await self.aclient.aio.models.generate_content(**request)
-        except ModelCallError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the SDK's and httpx's errors, classified
-            raise self._failure(exc) from None
-
     def _parse(self, response: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
         candidates = getattr(response, "candidates", None)
         if not candidates:
             feedback = getattr(response, "prompt_feedback", None)
             raise ModelCallError(
-                "the reply has no candidates"
+                "malformed reply: no candidates"
                 + (f" (prompt feedback: {feedback})" if feedback else "")
                 + f": {snippet(str(response))}",
                 provider=self.PROVIDER,
@@ -233,19 +227,6 @@ class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
         request, model = self._request(messages, tools, kwargs)
         watch = Stopwatch()
         reply, attempts = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return self._parse(reply, model, watch, attempts)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat` (the SDK's ``aio`` client)."""
-        genai_sdk(type(self).__name__)
-        request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
-        reply, attempts = await self.acall_with_retries(self._aattempt, request, model=model)
         return self._parse(reply, model, watch, attempts)
 
     def close(self) -> None:

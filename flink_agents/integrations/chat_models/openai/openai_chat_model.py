@@ -236,7 +236,7 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
             text, found, reasoning = _responses.read_output(response)
         except ValueError:
             raise ModelCallError(
-                f"the reply has no output items: {snippet(str(response))}",
+                f"malformed reply: no output items in {snippet(str(response))}",
                 provider=self.PROVIDER,
                 model=model,
             ) from None
