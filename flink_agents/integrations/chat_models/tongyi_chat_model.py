@@ -113,7 +113,7 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
         return self._answer(response)
 
     def _parse(self, response: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
-        output = getattr(response, "output", None)
+        output: Any = getattr(response, "output", None)
         try:
             choice = output["choices"][0]
             message = dict(choice["message"])

@@ -186,7 +186,9 @@ class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
             )
         candidate = candidates[0]
         parts = getattr(getattr(candidate, "content", None), "parts", None) or []
-        texts, thoughts, calls = [], [], []
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: list[dict[str, Any]] = []
         for part in parts:
             if getattr(part, "function_call", None) is not None:
                 fc = part.function_call

@@ -37,6 +37,8 @@ DEFAULT_VLLM_API_BASE_URL = "http://localhost:8000/v1"
 """Default base URL of a local ``vllm serve``."""
 
 DEFAULT_VLLM_API_KEY = "EMPTY"
+
+VLLMStructuredOutput = Literal["json_schema", "json_object", "guided_json", "off"]
 """Placeholder key for a server started without ``--api-key``."""
 
 #: vLLM's request fields beyond the OpenAI ones that the setup declares.
@@ -117,9 +119,7 @@ class VLLMChatModelSetup(OpenAIChatModelSetup):
     """
 
     model: str
-    structured_output: Literal["json_schema", "json_object", "guided_json", "off"] = (  # type: ignore[assignment]
-        "json_schema"
-    )
+    structured_output: VLLMStructuredOutput = "json_schema"  # type: ignore[assignment]
     top_k: int | None = None
     min_p: float | None = None
     repetition_penalty: float | None = None
