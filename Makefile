@@ -17,7 +17,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -e ".[dev,flink,chroma,mem0]"
+	$(PY) -m pip install -e ".[dev,flink,chroma,mem0,providers,test-stores]"
 	touch $(STAMP)
 
 ## The README's test command.

@@ -107,6 +107,8 @@ PUBLIC = {
     "flink_agents.api.embedding_models.embedding_model": {
         "BaseEmbeddingModelConnection",
         "BaseEmbeddingModelSetup",
+        "EmbeddingResult",
+        "EmbeddingTokenUsage",
     },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
@@ -153,6 +155,47 @@ PUBLIC = {
     "flink_agents.api.embedding_models.java_embedding_model": {
         "JavaEmbeddingModelConnection",
         "JavaEmbeddingModelSetup",
+    },
+    # providers (docs/providers.md); upstream's module and class names where it has them
+    "flink_agents.integrations.chat_models.azure.azure_openai_chat_model": {
+        "AzureOpenAIChatModelConnection",
+        "AzureOpenAIChatModelSetup",
+    },
+    "flink_agents.integrations.chat_models.vllm.vllm_chat_model": {
+        "VLLMChatModelConnection",
+        "VLLMChatModelSetup",
+    },
+    "flink_agents.integrations.chat_models.tongyi_chat_model": {
+        "TongyiChatModelConnection",
+        "TongyiChatModelSetup",
+        "to_dashscope_messages",
+    },
+    "flink_agents.integrations.chat_models.bedrock.bedrock_chat_model": {
+        "BedrockChatModelConnection",
+        "BedrockChatModelSetup",
+        "to_converse_messages",
+        "to_tool_spec",
+    },
+    "flink_agents.integrations.chat_models.gemini.gemini_chat_model": {
+        "GeminiChatModelConnection",
+        "GeminiChatModelSetup",
+        "to_gemini_contents",
+    },
+    "flink_agents.integrations.embedding_models.azure_openai_embedding_model": {
+        "AzureOpenAIEmbeddingModelConnection",
+        "AzureOpenAIEmbeddingModelSetup",
+    },
+    "flink_agents.integrations.embedding_models.bedrock_embedding_model": {
+        "BedrockEmbeddingModelConnection",
+        "BedrockEmbeddingModelSetup",
+    },
+    "flink_agents.integrations.embedding_models.gemini_embedding_model": {
+        "GeminiEmbeddingModelConnection",
+        "GeminiEmbeddingModelSetup",
+    },
+    "flink_agents.integrations.embedding_models.tongyi_embedding_model": {
+        "TongyiEmbeddingModelConnection",
+        "TongyiEmbeddingModelSetup",
     },
 }
 

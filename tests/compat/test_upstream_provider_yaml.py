@@ -1,0 +1,121 @@
+"""Apache Flink Agents YAML files that use its ``vllm``, ``tongyi`` and ``azure_openai``
+aliases load and run here, with upstream's argument names
+(``tests/compat/yaml/yaml_provider_agents.yaml``: its YAML end-to-end agent on each).
+
+Each provider is served by a stand-in speaking its wire format, reached the way an
+unchanged file reaches the real service: vLLM at its default address
+(``localhost:8000``), DashScope and Azure through the environment variables their SDKs read
+(``DASHSCOPE_HTTP_BASE_URL`` / ``DASHSCOPE_API_KEY``, ``AZURE_OPENAI_ENDPOINT`` /
+``AZURE_OPENAI_API_KEY``). The model calls the ``add`` tool for the sum, answers a joke
+otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.api.yaml.loader import build_agents
+from flink_agents.plan.agent_plan import AgentPlan
+from tests.compat.yaml_test_actions import YamlChatInput
+from tests.integrations import cloud_servers as cs
+from tests.integrations import fake_servers as fs
+from tests.integrations.fake_servers import Reply, Request, ScriptedServer
+from tests.ports import held_port
+
+FILE = Path(__file__).parent / "yaml" / "yaml_provider_agents.yaml"
+QUESTIONS = [
+    YamlChatInput(id=1, text="calculate the sum of 1 and 2."),
+    YamlChatInput(id=2, text="Tell me a joke about cats."),
+]
+JOKE = "Why did the cat sit on the computer? To keep an eye on the mouse."
+DASHSCOPE_KEY = "sk-dashscope-from-env-0123"
+AZURE_KEY = "azure-key-from-env-0123"
+
+
+def _openai_model(request: Request) -> Reply:
+    messages = request.body["messages"]
+    results = [m for m in messages if m["role"] == "tool"]
+    if results:
+        return Reply(fs.openai_reply(f"The sum is {results[-1]['content']}."))
+    if request.body.get("tools"):
+        return Reply(fs.openai_reply(None, [("call_1", "add", {"a": 1, "b": 2})]))
+    return Reply(fs.openai_reply(JOKE))
+
+
+def _dashscope_model(request: Request) -> Reply:
+    messages = request.body["input"]["messages"]
+    results = [m for m in messages if m["role"] == "tool"]
+    if results:
+        return Reply(cs.dashscope_reply(f"The sum is {results[-1]['content']}.", reasoning="+"))
+    if request.body.get("parameters", {}).get("tools"):
+        return Reply(cs.dashscope_reply("", [("call_9", "add", {"a": 1, "b": 2})]))
+    return Reply(cs.dashscope_reply(JOKE))
+
+
+def _run(agent: str) -> dict[int, str]:
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml(FILE)
+    out = env.from_list([{"key": q.id, "value": q} for q in QUESTIONS]).apply(agent).to_list()
+    env.execute()
+    answers = [next(iter(o.values())) for o in out]
+    return {a.id: a.answer for a in answers}
+
+
+def test_the_file_loads_with_upstreams_classes_and_arguments():
+    built = build_agents(FILE)
+    classes: dict[str, set[str]] = {}
+    for name in ("vllm_agent", "tongyi_agent", "azure_agent"):
+        plan = json.loads(AgentPlan.from_agent(built.agents[name][0]).model_dump_json())
+        for providers in plan["resource_providers"].values():
+            for provider in providers.values():
+                classes.setdefault(name, set()).add(provider.get("clazz", "").rsplit(".", 1)[-1])
+    assert {"VLLMChatModelConnection", "VLLMChatModelSetup"} <= classes["vllm_agent"]
+    assert {"TongyiChatModelConnection", "TongyiChatModelSetup"} <= classes["tongyi_agent"]
+    assert {"AzureOpenAIChatModelConnection", "AzureOpenAIChatModelSetup"} <= classes[
+        "azure_agent"
+    ]
+
+
+def test_vllm_agent_runs_against_the_default_vllm_address():
+    with held_port(8000), ScriptedServer(respond=_openai_model, port=8000) as server:
+        answers = _run("vllm_agent")
+    assert answers == {1: "The sum is 3.", 2: JOKE}
+    bodies = [q.body for q in server.requests]
+    assert {q.path for q in server.requests} == {"/v1/chat/completions"}
+    assert all(q.headers["authorization"] == "Bearer EMPTY" for q in server.requests)
+    assert {b["model"] for b in bodies} == {"Qwen/Qwen3-8B"}
+    assert any(b.get("top_k") == 20 for b in bodies)  # additional_kwargs reach the body
+    assert any(b.get("max_tokens") == 512 and b.get("temperature") == 0.1 for b in bodies)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dashscope") is None, reason="needs dashscope")
+def test_tongyi_agent_runs_with_dashscope_settings_from_the_environment(monkeypatch):
+    with ScriptedServer(respond=_dashscope_model) as server:
+        monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", server.url + "/api/v1")
+        monkeypatch.setenv("DASHSCOPE_API_KEY", DASHSCOPE_KEY)
+        answers = _run("tongyi_agent")
+    assert answers == {1: "The sum is 3.", 2: JOKE}
+    assert all(q.headers["authorization"] == f"Bearer {DASHSCOPE_KEY}" for q in server.requests)
+    params = [q.body["parameters"] for q in server.requests]
+    assert any(p.get("temperature") == 0.2 for p in params)
+    assert any(p.get("top_p") == 0.8 for p in params)
+
+
+def test_azure_agent_runs_with_the_endpoint_and_key_from_the_environment(monkeypatch):
+    with ScriptedServer(respond=_openai_model) as server:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+        answers = _run("azure_agent")
+    assert answers == {1: "The sum is 3.", 2: JOKE}
+    assert {q.path for q in server.requests} == {
+        "/openai/deployments/my-gpt-4o-deployment/chat/completions?api-version=2024-10-21"
+    }
+    assert all(q.headers["api-key"] == AZURE_KEY for q in server.requests)
+    assert any(q.body.get("seed") == 7 for q in server.requests)
+
+
