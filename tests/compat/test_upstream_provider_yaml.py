@@ -76,9 +76,7 @@ def test_the_file_loads_with_upstreams_classes_and_arguments():
                 classes.setdefault(name, set()).add(provider.get("clazz", "").rsplit(".", 1)[-1])
     assert {"VLLMChatModelConnection", "VLLMChatModelSetup"} <= classes["vllm_agent"]
     assert {"TongyiChatModelConnection", "TongyiChatModelSetup"} <= classes["tongyi_agent"]
-    assert {"AzureOpenAIChatModelConnection", "AzureOpenAIChatModelSetup"} <= classes[
-        "azure_agent"
-    ]
+    assert {"AzureOpenAIChatModelConnection", "AzureOpenAIChatModelSetup"} <= classes["azure_agent"]
 
 
 def test_vllm_agent_runs_against_the_default_vllm_address():
@@ -117,5 +115,3 @@ def test_azure_agent_runs_with_the_endpoint_and_key_from_the_environment(monkeyp
     }
     assert all(q.headers["api-key"] == AZURE_KEY for q in server.requests)
     assert any(q.body.get("seed") == 7 for q in server.requests)
-
-

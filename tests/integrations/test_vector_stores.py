@@ -26,8 +26,12 @@ from flink_agents.integrations.embedding_models.hashing_embedding_model import (
 )
 from flink_agents.integrations.vector_stores.chroma.chroma_vector_store import ChromaVectorStore
 from flink_agents.integrations.vector_stores.in_memory_vector_store import InMemoryVectorStore
+from tests.integrations.store_fixtures import *  # noqa: F403 - the stores' fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The database stores of tests/integrations/store_fixtures.py (real embedded stores and
+#: servers, or stand-ins where no server can run here).
+STORES = ["qdrant"]
 
 
 def _lookup():
@@ -43,13 +47,15 @@ def _lookup():
     return lookup
 
 
-@pytest.fixture(params=["memory", "chroma"])
+@pytest.fixture(params=["memory", "chroma", *STORES])
 def store(request, tmp_path) -> CollectionManageableVectorStore:
     kwargs = {"embedding_model": "embedder", "get_resource": _lookup(), "collection": "docs"}
     if request.param == "memory":
         made = InMemoryVectorStore(**kwargs)
-    else:
+    elif request.param == "chroma":
         made = ChromaVectorStore(persist_directory=str(tmp_path / "chroma"), **kwargs)
+    else:
+        made = request.getfixturevalue(f"{request.param.replace('-', '_')}_store_factory")(**kwargs)
     yield made
     made.close()
 

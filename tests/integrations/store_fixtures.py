@@ -1,0 +1,36 @@
+"""Fixtures making each database vector store for the contract tests
+(``test_vector_stores.py``): a factory ``<name>_store_factory(**store_kwargs)`` per store.
+
+What runs for real here: Qdrant in its embedded local mode (a directory), Milvus Lite (a
+file, its server process started by ``milvus-lite``), PostgreSQL with pgvector (a server
+started in a temporary directory), Redis (``redis-server`` on a free port). What is a
+stand-in: Elasticsearch and OpenSearch (``tests/integrations/search_server.py``, a local HTTP
+server speaking the subset of their REST API the clients use).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _needs(module: str, extra: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed: pip install 'flink-agents-py[{extra}]'")
+
+
+@pytest.fixture
+def qdrant_store_factory(tmp_path: Path) -> Callable[..., Any]:
+    _needs("qdrant_client", "qdrant")
+    from flink_agents.integrations.vector_stores.qdrant.qdrant_vector_store import (
+        QdrantVectorStore,
+    )
+
+    return lambda **kw: QdrantVectorStore(path=str(tmp_path / "qdrant"), **kw)
+
+
+__all__ = ["qdrant_store_factory"]
