@@ -33,4 +33,15 @@ def qdrant_store_factory(tmp_path: Path) -> Callable[..., Any]:
     return lambda **kw: QdrantVectorStore(path=str(tmp_path / "qdrant"), **kw)
 
 
-__all__ = ["qdrant_store_factory"]
+@pytest.fixture
+def milvus_store_factory(tmp_path: Path) -> Callable[..., Any]:
+    _needs("pymilvus", "milvus")
+    _needs("milvus_lite", "milvus")
+    from flink_agents.integrations.vector_stores.milvus.milvus_vector_store import (
+        MilvusVectorStore,
+    )
+
+    return lambda **kw: MilvusVectorStore(uri=str(tmp_path / "milvus.db"), **kw)
+
+
+__all__ = ["milvus_store_factory", "qdrant_store_factory"]
