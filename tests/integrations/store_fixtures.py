@@ -44,4 +44,15 @@ def milvus_store_factory(tmp_path: Path) -> Callable[..., Any]:
     return lambda **kw: MilvusVectorStore(uri=str(tmp_path / "milvus.db"), **kw)
 
 
-__all__ = ["milvus_store_factory", "qdrant_store_factory"]
+@pytest.fixture
+def mem0_qdrant_store_factory(tmp_path: Path) -> Callable[..., Any]:
+    _needs("mem0", "mem0")
+    _needs("qdrant_client", "qdrant")
+    from flink_agents.integrations.vector_stores.mem0.mem0_vector_store import Mem0VectorStore
+
+    return lambda **kw: Mem0VectorStore(
+        provider="qdrant", provider_config={"path": str(tmp_path / "mem0-qdrant")}, **kw
+    )
+
+
+__all__ = ["mem0_qdrant_store_factory", "milvus_store_factory", "qdrant_store_factory"]
