@@ -127,7 +127,11 @@ PUBLIC = {
     "flink_agents.api.prompts.prompt": {"LocalPrompt", "Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
-    "flink_agents.api.execution_environment": {"AgentBuilder", "AgentsExecutionEnvironment"},
+    "flink_agents.api.execution_environment": {
+        "AgentBuilder",
+        "AgentsExecutionEnvironment",
+        "environment_class",
+    },
     "flink_agents.api.metric_group": {"MetricGroup"},
     "flink_agents.api.tools.java_tool": {"JavaTool"},
     "flink_agents.api.chat_models.java_chat_model": {
@@ -152,6 +156,18 @@ PUBLIC = {
         "build_agents",
         "load_yaml",
     },
+    "flink_agents.testing.ports": {"free_port", "held_port"},
+    "flink_agents.testing.servers.openai_server": {
+        "OpenAIServer",
+        "openai_embeddings_reply",
+        "openai_reply",
+    },
+    "flink_agents.testing.servers.ollama_server": {
+        "OllamaServer",
+        "ollama_embeddings_reply",
+        "ollama_reply",
+    },
+    "flink_agents.testing.servers.anthropic_server": {"AnthropicServer", "anthropic_reply"},
     "flink_agents.api.embedding_models.java_embedding_model": {
         "JavaEmbeddingModelConnection",
         "JavaEmbeddingModelSetup",

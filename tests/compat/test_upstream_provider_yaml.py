@@ -21,11 +21,11 @@ import pytest
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.api.yaml.loader import build_agents
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing import servers as fs
+from flink_agents.testing.ports import held_port
+from flink_agents.testing.servers import Reply, Request, ScriptedServer
 from tests.compat.yaml_test_actions import YamlChatInput
 from tests.integrations import cloud_servers as cs
-from tests.integrations import fake_servers as fs
-from tests.integrations.fake_servers import Reply, Request, ScriptedServer
-from tests.ports import held_port
 
 FILE = Path(__file__).parent / "yaml" / "yaml_provider_agents.yaml"
 QUESTIONS = [

@@ -48,8 +48,8 @@ from flink_agents.integrations.chat_models.vllm.vllm_chat_model import (
     VLLMChatModelConnection,
     VLLMChatModelSetup,
 )
+from flink_agents.testing import servers as fs
 from tests.integrations import cloud_servers as cs
-from tests.integrations import fake_servers as fs
 
 FAST = {"retry_initial_backoff": 0.01, "retry_max_backoff": 0.05, "timeout": 2.0}
 

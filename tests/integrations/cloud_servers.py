@@ -13,7 +13,7 @@ import re
 import urllib.parse
 from typing import Any
 
-from tests.integrations.fake_servers import Reply, Request
+from flink_agents.testing.servers import Reply, Request
 
 # --- OpenAI Responses API ---------------------------------------------------------------
 

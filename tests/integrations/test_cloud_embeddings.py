@@ -41,9 +41,9 @@ from flink_agents.integrations.embedding_models.tongyi_embedding_model import (
     TongyiEmbeddingModelConnection,
     TongyiEmbeddingModelSetup,
 )
+from flink_agents.testing.servers import Reply, Request, ScriptedServer
 from tests.integrations import cloud_servers as cs
 from tests.integrations.agents import FAST
-from tests.integrations.fake_servers import Reply, Request, ScriptedServer
 
 DIMS = 16
 

@@ -13,9 +13,9 @@ import pytest
 
 from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import CLOUD_PROVIDERS, FAST, ChatAgent, Provider
-from tests.integrations.fake_servers import Reply, ScriptedServer
 from tests.integrations.test_chat_models import _needs
 
 SECRET = "super-secret-credential-4242"

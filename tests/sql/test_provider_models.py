@@ -14,9 +14,9 @@ from flink_agents.errors import ConfigurationError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.sql.models import model_resources
 from flink_agents.sql.options import check_connection_options, masked
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import ChatAgent
-from tests.integrations.fake_servers import Reply, ScriptedServer
 
 SECRET = "top-secret-value-0123456789"
 

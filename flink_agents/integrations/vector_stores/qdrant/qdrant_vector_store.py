@@ -18,6 +18,7 @@ our ids. The API key (``api_key`` or ``QDRANT_API_KEY``) stays out of the plan a
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from typing import Any
@@ -50,6 +51,19 @@ _BATCH = 256
 # share it (resources are created per slot; in thread mode the slots share the process).
 _LOCAL_CLIENTS: dict[str, Any] = {}
 _LOCAL_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    # Closed before the interpreter tears modules down (a client's __del__ then fails).
+    with _LOCAL_LOCK:
+        clients = list(_LOCAL_CLIENTS.values())
+        _LOCAL_CLIENTS.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - nothing to do about it at exit
+            pass
 
 
 def _qdrant(user: str) -> Any:
