@@ -24,8 +24,8 @@ from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.testing import servers as fs
 from flink_agents.testing.ports import held_port
 from flink_agents.testing.servers import Reply, Request, ScriptedServer
+from flink_agents.testing.servers import cloud_formats as cs
 from tests.compat.yaml_test_actions import YamlChatInput
-from tests.integrations import cloud_servers as cs
 
 FILE = Path(__file__).parent / "yaml" / "yaml_provider_agents.yaml"
 QUESTIONS = [

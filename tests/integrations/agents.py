@@ -49,7 +49,7 @@ from flink_agents.integrations.chat_models.vllm.vllm_chat_model import (
     VLLMChatModelSetup,
 )
 from flink_agents.testing import servers as fs
-from tests.integrations import cloud_servers as cs
+from flink_agents.testing.servers import cloud_formats as cs
 
 FAST = {"retry_initial_backoff": 0.01, "retry_max_backoff": 0.05, "timeout": 2.0}
 

@@ -42,7 +42,7 @@ from flink_agents.integrations.embedding_models.tongyi_embedding_model import (
     TongyiEmbeddingModelSetup,
 )
 from flink_agents.testing.servers import Reply, Request, ScriptedServer
-from tests.integrations import cloud_servers as cs
+from flink_agents.testing.servers import cloud_formats as cs
 from tests.integrations.agents import FAST
 
 DIMS = 16

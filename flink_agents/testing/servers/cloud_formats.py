@@ -1,7 +1,33 @@
-"""Wire formats of the cloud providers, for :class:`ScriptedServer` stand-ins: reply
-builders (Azure OpenAI, OpenAI Responses, DashScope, Bedrock Converse, Gemini), each
-provider's error and throttling answers, and a SigV4 verifier that checks a Bedrock request
-was signed with the expected secret (recomputing the signature as AWS does).
+"""Wire formats of the cloud providers, to script a :class:`ScriptedServer` as a stand-in
+for OpenAI's Responses API, Azure OpenAI, DashScope (Tongyi), Amazon Bedrock (Converse) and
+Google Gemini / Vertex AI: reply bodies, each provider's error and throttling answers, and
+:func:`verify_sigv4`, which checks that a request was signed (AWS Signature Version 4) with
+the expected secret, recomputing the signature as AWS does.
+
+Example: a Bedrock stand-in answering a tool call, then text; every request must be signed::
+
+    from flink_agents.testing.servers import ScriptedServer, Reply
+    from flink_agents.testing.servers.cloud_formats import converse_reply, verify_sigv4
+
+    def respond(request):
+        verify_sigv4(request, "my-test-secret")
+        if "toolResult" in request.raw.decode():
+            return Reply(converse_reply("The sum is 3."))
+        return Reply(converse_reply(None, [("tu_1", "add", {"a": 1, "b": 2})]))
+
+    with ScriptedServer(respond=respond) as server:
+        conn = BedrockChatModelConnection(endpoint_url=server.url, region="us-east-1",
+                                          aws_access_key_id="AKIDTEST",
+                                          aws_secret_access_key="my-test-secret")
+
+Paths the SDKs use: Azure ``/openai/deployments/{deployment}/chat/completions?api-version=``
+(and ``/embeddings``), OpenAI ``/v1/responses``, DashScope
+``/api/v1/services/aigc/text-generation/generation`` and
+``/api/v1/services/embeddings/text-embedding/text-embedding``, Bedrock
+``/model/{model id}/converse`` and ``/model/{model id}/invoke``, Gemini
+``/{version}/models/{model}:generateContent`` / ``:batchEmbedContents``, Vertex AI
+``/{version}/projects/{project}/locations/{location}/publishers/google/models/{model}:
+generateContent`` / ``:predict``.
 """
 
 from __future__ import annotations
@@ -13,7 +39,28 @@ import re
 import urllib.parse
 from typing import Any
 
-from flink_agents.testing.servers import Reply, Request
+from flink_agents.testing.servers._scripted import Reply, Request
+
+__all__ = [
+    "bedrock_error",
+    "bedrock_error_reply",
+    "bedrock_throttle",
+    "converse_reply",
+    "converse_results",
+    "dashscope_error",
+    "dashscope_reply",
+    "dashscope_results",
+    "dashscope_throttle",
+    "gemini_error",
+    "gemini_reply",
+    "gemini_results",
+    "gemini_throttle",
+    "openai_error",
+    "openai_throttle",
+    "responses_reply",
+    "responses_results",
+    "verify_sigv4",
+]
 
 # --- OpenAI Responses API ---------------------------------------------------------------
 
