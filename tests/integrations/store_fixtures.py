@@ -55,4 +55,34 @@ def mem0_qdrant_store_factory(tmp_path: Path) -> Callable[..., Any]:
     )
 
 
-__all__ = ["mem0_qdrant_store_factory", "milvus_store_factory", "qdrant_store_factory"]
+@pytest.fixture(scope="session")
+def postgres_with_pgvector() -> Any:
+    _needs("psycopg", "pgvector")
+    _needs("pgvector", "pgvector")
+    from tests.integrations.pg_server import find_postgres, postgres_server
+
+    if find_postgres()[0] is None:
+        pytest.skip(find_postgres()[1])
+    with postgres_server() as info:
+        yield info
+
+
+@pytest.fixture
+def pgvector_store_factory(postgres_with_pgvector: dict[str, Any]) -> Callable[..., Any]:
+    import uuid
+
+    from flink_agents.integrations.vector_stores.pgvector.pgvector_vector_store import (
+        PGVectorStore,
+    )
+
+    prefix = f"t{uuid.uuid4().hex[:8]}_"  # each test its own tables
+    return lambda **kw: PGVectorStore(**postgres_with_pgvector, table_prefix=prefix, **kw)
+
+
+__all__ = [
+    "pgvector_store_factory",
+    "postgres_with_pgvector",
+    "mem0_qdrant_store_factory",
+    "milvus_store_factory",
+    "qdrant_store_factory",
+]
