@@ -250,7 +250,8 @@ class PGVectorStore(DatabaseVectorStore):
         self._run(
             self._sql(
                 "CREATE TABLE IF NOT EXISTS {table} (id text PRIMARY KEY, content text NOT NULL, "
-                f"metadata jsonb NOT NULL DEFAULT '{{{{}}}}', embedding vector({int(size)}) NOT NULL)",
+                "metadata jsonb NOT NULL DEFAULT '{{}}', "
+                f"embedding vector({int(size)}) NOT NULL)",
                 name,
             )
         )
