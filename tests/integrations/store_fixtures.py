@@ -79,7 +79,73 @@ def pgvector_store_factory(postgres_with_pgvector: dict[str, Any]) -> Callable[.
     return lambda **kw: PGVectorStore(**postgres_with_pgvector, table_prefix=prefix, **kw)
 
 
+@pytest.fixture(scope="session")
+def redis_server() -> Any:
+    """A real ``redis-server`` on a free port (plain Redis: no query engine)."""
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    _needs("redis", "redis")
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (make stores: apt-get install redis-server)")
+    from flink_agents.testing.ports import free_port
+
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="fa-redis-")
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    import redis
+
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start") from None
+            time.sleep(0.1)
+    yield f"redis://127.0.0.1:{port}/0"
+    client.close()
+    process.terminate()
+    process.wait(10)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_store_factory(redis_server: str) -> Callable[..., Any]:
+    import uuid
+
+    from flink_agents.integrations.vector_stores.redis.redis_vector_store import (
+        RedisVectorStore,
+    )
+
+    prefix = f"t{uuid.uuid4().hex[:8]}:"  # each test its own keys
+    return lambda **kw: RedisVectorStore(url=redis_server, key_prefix=prefix, **kw)
+
+
 __all__ = [
+    "redis_server",
+    "redis_store_factory",
     "pgvector_store_factory",
     "postgres_with_pgvector",
     "mem0_qdrant_store_factory",
