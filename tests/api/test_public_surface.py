@@ -168,6 +168,7 @@ PUBLIC = {
         "ollama_reply",
     },
     "flink_agents.testing.servers.anthropic_server": {"AnthropicServer", "anthropic_reply"},
+    "flink_agents.testing.servers.search_server": {"SearchServer"},
     "flink_agents.testing.servers.cloud_formats": {
         "bedrock_error",
         "bedrock_error_reply",

@@ -143,7 +143,33 @@ def redis_store_factory(redis_server: str) -> Callable[..., Any]:
     return lambda **kw: RedisVectorStore(url=redis_server, key_prefix=prefix, **kw)
 
 
+@pytest.fixture
+def elasticsearch_store_factory() -> Any:
+    _needs("elasticsearch", "elasticsearch")
+    from flink_agents.integrations.vector_stores.elasticsearch.elasticsearch_vector_store import (
+        ElasticsearchVectorStore,
+    )
+    from flink_agents.testing.servers.search_server import SearchServer
+
+    with SearchServer(flavor="elasticsearch") as server:
+        yield lambda **kw: ElasticsearchVectorStore(hosts=[server.url], **kw)
+
+
+@pytest.fixture
+def opensearch_store_factory() -> Any:
+    _needs("opensearchpy", "opensearch")
+    from flink_agents.integrations.vector_stores.elasticsearch.opensearch_vector_store import (
+        OpenSearchVectorStore,
+    )
+    from flink_agents.testing.servers.search_server import SearchServer
+
+    with SearchServer(flavor="opensearch") as server:
+        yield lambda **kw: OpenSearchVectorStore(hosts=[server.url], **kw)
+
+
 __all__ = [
+    "elasticsearch_store_factory",
+    "opensearch_store_factory",
     "redis_server",
     "redis_store_factory",
     "pgvector_store_factory",

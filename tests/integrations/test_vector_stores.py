@@ -31,7 +31,9 @@ from tests.integrations.store_fixtures import *  # noqa: F403 - the stores' fixt
 ROOT = Path(__file__).resolve().parents[2]
 #: The database stores of tests/integrations/store_fixtures.py (real embedded stores and
 #: servers, or stand-ins where no server can run here).
-STORES = ["qdrant", "milvus", "mem0-qdrant", "pgvector", "redis"]
+STORES = [
+    *("qdrant", "milvus", "mem0-qdrant", "pgvector", "redis", "elasticsearch", "opensearch"),
+]
 
 
 def _lookup():
