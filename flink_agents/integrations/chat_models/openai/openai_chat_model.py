@@ -33,7 +33,7 @@ from pydantic import Field
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
-from flink_agents.errors import ModelCallError
+from flink_agents.errors import FlinkAgentsError, ModelCallError
 from flink_agents.integrations._common import Stopwatch, snippet, usage
 from flink_agents.integrations._openai import OpenAIClient
 from flink_agents.integrations.chat_models._messages import (
@@ -216,12 +216,16 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
     def _attempt(self, request: dict[str, Any]) -> Any:
         try:
             return self._endpoint().create(**request)
+        except FlinkAgentsError:
+            raise  # ours (a missing extra, no credentials): not a failed call
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
 
     async def _aattempt(self, request: dict[str, Any]) -> Any:
         try:
             return await self._aendpoint().create(**request)
+        except FlinkAgentsError:
+            raise
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
 

@@ -53,7 +53,6 @@ from flink_agents.integrations.vector_stores._common import (
 )
 
 DEFAULT_COLLECTION = "flink_agents_mem0_collection"
-_RESERVED = ("data", "_doc_id")
 
 
 def _flat_equalities(node: Node | None) -> dict[str, Any] | None:
@@ -180,7 +179,13 @@ class Mem0VectorStore(DatabaseVectorStore):
     # -- writing ---------------------------------------------------------------------------
     @staticmethod
     def _payload(doc: Document) -> dict[str, Any]:
-        clash = [k for k in doc.metadata if k in _RESERVED]
+        # mem0 keeps the text under "data"; a metadata "data" may only repeat it (mem0's own
+        # payloads do, when long-term memory runs on this store)
+        clash = [
+            k
+            for k in doc.metadata
+            if k == "_doc_id" or (k == "data" and doc.metadata[k] != doc.content)
+        ]
         if clash:
             raise VectorStoreError(
                 f"document {doc.id!r}: metadata keys {clash} are reserved by Mem0VectorStore"

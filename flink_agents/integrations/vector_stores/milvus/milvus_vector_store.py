@@ -19,6 +19,7 @@ Each collection has the fields ``id`` (our id, the primary key), ``vector`` (flo
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import threading
@@ -53,6 +54,22 @@ _ALL = 'id != ""'
 # Milvus Lite runs one server per file: clients of one process share it.
 _LOCAL_CLIENTS: dict[str, Any] = {}
 _LOCAL_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    """Close the Milvus Lite clients of this process (their servers stop with them)."""
+    with _LOCAL_LOCK:
+        clients = list(_LOCAL_CLIENTS.items())
+        _LOCAL_CLIENTS.clear()
+    for path, client in clients:
+        try:
+            client.close()
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(path)  # its server process stops
+        except Exception:  # noqa: BLE001 - nothing to do about it at exit
+            pass
 
 
 def _pymilvus(user: str) -> Any:
