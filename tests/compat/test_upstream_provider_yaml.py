@@ -115,3 +115,59 @@ def test_azure_agent_runs_with_the_endpoint_and_key_from_the_environment(monkeyp
     }
     assert all(q.headers["api-key"] == AZURE_KEY for q in server.requests)
     assert any(q.body.get("seed") == 7 for q in server.requests)
+
+
+def test_store_and_provider_aliases_and_java_vector_stores_load(tmp_path):
+    """Our aliases for the stores and for Bedrock / Gemini, and ``type: java`` vector
+    stores (upstream's Java wrapper class) resolve to their classes."""
+    from flink_agents.api.resource import ResourceType
+
+    path = tmp_path / "stores.yaml"
+    path.write_text(
+        """
+agents:
+  - name: a
+    actions:
+      - {name: act, function: "tests.compat.yaml_test_actions:process_input", listen_to: [input]}
+    chat_model_connections:
+      - {name: bedrock_conn, clazz: bedrock, region: us-east-1}
+      - {name: gemini_conn, clazz: gemini, vertex_ai: true, project: p, location: l}
+    embedding_model_connections:
+      - {name: titan, clazz: bedrock, region: us-east-1}
+    embedding_model_setups:
+      - {name: embedder, clazz: bedrock, connection: titan, model: amazon.titan-embed-text-v2:0}
+    vector_stores:
+      - {name: q, clazz: qdrant, path: /tmp/q, embedding_model: embedder}
+      - {name: m, clazz: milvus, uri: /tmp/m.db, embedding_model: embedder}
+      - {name: pg, clazz: pgvector, host: db, embedding_model: embedder}
+      - {name: es, clazz: elasticsearch, hosts: ["http://es:9200"], embedding_model: embedder}
+      - {name: os, clazz: opensearch, hosts: ["http://os:9200"], embedding_model: embedder}
+      - {name: r, clazz: redis, url: "redis://cache:6379/0", embedding_model: embedder}
+      - name: m0
+        clazz: mem0
+        provider: qdrant
+        provider_config: {path: /tmp/m0}
+        embedding_model: embedder
+      - name: java_store
+        type: java
+        clazz: org.flinkagents.examples.InMemoryJavaVectorStore
+        embedding_model: embedder
+"""
+    )
+    agent, _ = build_agents(path).agents["a"]
+    stores = agent.resources[ResourceType.VECTOR_STORE]
+    names = {n: d.class_path.rsplit(".", 1)[-1] for n, d in stores.items()}
+    assert names == {
+        "q": "QdrantVectorStore",
+        "m": "MilvusVectorStore",
+        "pg": "PGVectorStore",
+        "es": "ElasticsearchVectorStore",
+        "os": "OpenSearchVectorStore",
+        "r": "RedisVectorStore",
+        "m0": "Mem0VectorStore",
+        "java_store": "JavaVectorStore",
+    }
+    assert stores["java_store"].arguments["java_clazz"].endswith("InMemoryJavaVectorStore")
+    connections = agent.resources[ResourceType.CHAT_MODEL_CONNECTION]
+    assert connections["bedrock_conn"].class_path.endswith("BedrockChatModelConnection")
+    assert connections["gemini_conn"].class_path.endswith("GeminiChatModelConnection")
