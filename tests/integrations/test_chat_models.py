@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from pydantic import BaseModel
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.resource import ResourceDescriptor
@@ -278,3 +279,35 @@ def test_agent_retry_strategy_recovers_from_a_failed_call(p: Provider):
     assert out == [{"k": {"content": "recovered", "extra": out[0]["k"]["extra"]}}]
     assert out[0]["k"]["extra"]["usage"]["total_tokens"] > 0
     assert len(server.requests) == 2
+
+
+class SumAnswer(BaseModel):
+    """What the ReAct agent answers."""
+
+    total: int
+    ok: bool
+
+
+def test_react_agent_tool_loop_and_structured_answer(p: Provider):
+    """ReActAgent on each provider: the model calls the tool, then answers in the output
+    schema (the provider's structured output: response format, tool-forced JSON...)."""
+    from flink_agents.api.agents.react_agent import ReActAgent
+
+    def respond(request):
+        if not p.tool_results(request.body):
+            return Reply(p.tool_reply(p.call_id, "add", {"a": 2, "b": 3}))
+        return Reply(p.json_reply({"total": 5, "ok": True}))
+
+    with ScriptedServer(respond=respond) as server:
+        agent = ReActAgent(
+            chat_model=ResourceDescriptor(
+                clazz=p.setup, connection="conn", tools=["add"], **p.setup_args
+            ),
+            output_schema=SumAnswer,
+        )
+        agent.add_resource("conn", p.connection_descriptor(server.url))
+        agent.add_resource("add", agents.add)
+        out = agents.run_agent(agent, [{"key": "k", "value": "What is 2 + 3?"}])
+    assert out == [{"k": SumAnswer(total=5, ok=True)}]
+    assert len(server.requests) == 2
+    assert p.schema_sent is not None and "total" in json.dumps(server.requests[1].body)
