@@ -234,6 +234,30 @@ PUBLIC = {
         "TongyiEmbeddingModelConnection",
         "TongyiEmbeddingModelSetup",
     },
+    "flink_agents.api.vector_stores.java_vector_store": {
+        "JavaCollectionManageableVectorStore",
+        "JavaVectorStore",
+    },
+    "flink_agents.integrations.vector_stores.qdrant.qdrant_vector_store": {
+        "QdrantVectorStore",
+        "to_qdrant_filter",
+    },
+    "flink_agents.integrations.vector_stores.milvus.milvus_vector_store": {
+        "MilvusVectorStore",
+        "to_milvus_expr",
+    },
+    "flink_agents.integrations.vector_stores.pgvector.pgvector_vector_store": {
+        "PGVectorStore",
+        "to_sql",
+    },
+    "flink_agents.integrations.vector_stores.elasticsearch.elasticsearch_vector_store": {
+        "ElasticsearchVectorStore"
+    },
+    "flink_agents.integrations.vector_stores.elasticsearch.opensearch_vector_store": {
+        "OpenSearchVectorStore"
+    },
+    "flink_agents.integrations.vector_stores.redis.redis_vector_store": {"RedisVectorStore"},
+    "flink_agents.integrations.vector_stores.mem0.mem0_vector_store": {"Mem0VectorStore"},
 }
 
 
