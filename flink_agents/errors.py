@@ -74,7 +74,7 @@ class MissingExtraError(ConfigurationError):
             'flink-agents-py[<extra>]'``).
     """
 
-    def __init__(self, message: str, *, extra: str) -> None:
+    def __init__(self, message: str, *, extra: str = "") -> None:
         super().__init__(message)
         self.extra = extra
 
