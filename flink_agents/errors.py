@@ -195,9 +195,10 @@ class TriggerConditionError(FlinkAgentsError, ValueError):
         column: the 1-based column of the problem, when known.
     """
 
-    def __init__(self, reason: str, expression: str, position: int | None = None) -> None:
+    def __init__(self, reason: str, expression: str = "", position: int | None = None) -> None:
         self.reason = reason
         self.expression = expression
+        self._position = position
         self.column = None if position is None else position + 1
         if position is None:
             text = f"trigger condition {expression!r}: {reason}"
@@ -207,6 +208,9 @@ class TriggerConditionError(FlinkAgentsError, ValueError):
                 f"    {expression}\n    {' ' * position}^"
             )
         super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled with its parts, not its text
+        return (type(self), (self.reason, self.expression, self._position))
 
 
 @dataclass(frozen=True)
