@@ -19,6 +19,10 @@ Design notes:
   its reply never trips it): each attempt may take ``timeout`` seconds as a whole (connect,
   send, the complete reply, any retry inside the SDK), the whole call ``total_timeout``
   (every attempt and the waits between them). See "Deadlines" below.
+- **Throttling**: a failed attempt whose answer means "slow down" (HTTP 429, Bedrock's
+  ``ThrottlingException``, Gemini's ``RESOURCE_EXHAUSTED``, DashScope's ``Throttling.*``...)
+  carries ``CallFailure.throttled``; each provider has one classifying function in
+  ``flink_agents/integrations/_throttling.py``. Throttled attempts are retried.
 """
 
 from __future__ import annotations
@@ -70,6 +74,9 @@ class CallFailure(Exception):
         retry_after: seconds the server asked us to wait, if it said so.
         timed_out: the timeout in seconds this attempt (or the whole call) ran past, if it
             failed for that reason.
+        throttled: the provider refused the call because of a rate or quota limit (as
+            classified by the provider's function in ``_throttling.py``); such a failure
+            is always retryable.
     """
 
     def __init__(
@@ -80,13 +87,15 @@ class CallFailure(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
         timed_out: float | None = None,
+        throttled: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
-        self.retryable = retryable
+        self.retryable = retryable or throttled
         self.retry_after = retry_after
         self.timed_out = timed_out
+        self.throttled = throttled
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -325,7 +334,13 @@ class ModelClientSettings(BaseModel):
                 kind=self._call_kind(),
                 timeout=exc.timed_out,
             )
-        return ModelCallError(message, provider=self.PROVIDER, model=model, status=exc.status)
+        return ModelCallError(
+            message,
+            provider=self.PROVIDER,
+            model=model,
+            status=exc.status,
+            throttled=exc.throttled,
+        )
 
     def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
         """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit
@@ -341,7 +356,7 @@ class ModelClientSettings(BaseModel):
             deadline = self._deadline()
             retrying = tenacity.Retrying(**self._retry_kwargs(model, deadline))
             try:
-                result = retrying(_attempt_within_sync, attempt, deadline, self.timeout)
+                result = retrying(_attempt_within_sync, attempt, deadline, self._attempt_timeout())
             except CallFailure as exc:
                 raise self._error(
                     exc, model, retrying.statistics.get("attempt_number", 1)
@@ -357,7 +372,9 @@ class ModelClientSettings(BaseModel):
         try:
             deadline = self._deadline()
             retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model, deadline))
-            result: T = await retrying(_attempt_within, attempt, args, deadline, self.timeout)
+            result: T = await retrying(
+                _attempt_within, attempt, args, deadline, self._attempt_timeout()
+            )
         except CallFailure as exc:
             raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
         finally:
@@ -365,6 +382,11 @@ class ModelClientSettings(BaseModel):
         return result, int(retrying.statistics.get("attempt_number", 1))
 
     # -- deadlines --------------------------------------------------------------------------
+    def _attempt_timeout(self) -> float:
+        """Seconds one attempt may take (``timeout``; a provider with an option of its own
+        for it overrides this)."""
+        return self.timeout
+
     def _call_kind(self) -> str:
         return "embedding model" if isinstance(self, BaseEmbeddingModelConnection) else "chat model"
 
@@ -551,11 +573,18 @@ class HttpJsonClient(ModelClientSettings):
                     )
         return self._async_clients.get()
 
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        """Whether an error reply (``body`` parsed, or None) is a rate/quota refusal; the
+        providers' classifiers are in ``_throttling.py``."""
+        return status == 429
+
     def _reply(self, response: httpx.Response) -> Any:
         status = response.status_code
         if status >= 400:
+            body: Any = None
             try:
-                detail = self._error_text(response.json()) or snippet(response.text)
+                body = response.json()
+                detail = self._error_text(body) or snippet(response.text)
             except ValueError:
                 detail = snippet(response.text) or response.reason_phrase
             raise CallFailure(
@@ -563,6 +592,7 @@ class HttpJsonClient(ModelClientSettings):
                 status=status,
                 retryable=is_retryable_status(status),
                 retry_after=parse_retry_after(response.headers),
+                throttled=self._is_throttling(status, body),
             )
         try:
             return response.json()
@@ -586,18 +616,20 @@ class HttpJsonClient(ModelClientSettings):
             retryable=isinstance(exc, httpx.TransportError),
         )
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        """One synchronous attempt."""
+    def _post(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        """One synchronous attempt (``headers``: extra ones for this request)."""
         try:
-            response = self.http.post(path, json=body)
+            response = self.http.post(path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise self._transport_failure(exc, path) from None
         return self._reply(response)
 
-    async def _apost(self, path: str, body: dict[str, Any]) -> Any:
-        """One asynchronous attempt."""
+    async def _apost(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> Any:
+        """One asynchronous attempt (``headers``: extra ones for this request)."""
         try:
-            response = await self.ahttp.post(path, json=body)
+            response = await self.ahttp.post(path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise self._transport_failure(exc, path) from None
         return self._reply(response)
