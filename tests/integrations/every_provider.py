@@ -12,7 +12,8 @@ import pytest
 from tests.integrations import agents
 
 
-def _needs(module: str | None) -> list[Any]:
+def needs(module: str | None) -> list[Any]:
+    """The marks of a parameter that needs ``module`` (skipped when it is not installed)."""
     if module is None:
         return []
     try:
@@ -26,7 +27,7 @@ def every_provider() -> list[Any]:
     """``pytest.param`` of each provider, with its name as id."""
     described = getattr(agents, "ALL_PROVIDERS", None) or {p.name: p for p in agents.PROVIDERS}
     return [
-        pytest.param(p, id=name, marks=_needs(getattr(p, "requires", None)))
+        pytest.param(p, id=name, marks=needs(getattr(p, "requires", None)))
         for name, p in described.items()
     ]
 

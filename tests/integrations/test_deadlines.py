@@ -24,14 +24,11 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
 from flink_agents.integrations.embedding_models.ollama_embedding_model import (
     OllamaEmbeddingModelConnection,
 )
-from flink_agents.integrations.embedding_models.openai_embedding_model import (
-    OpenAIEmbeddingModelConnection,
-)
 from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import ChatAgent, Provider
 from tests.integrations.dribble import DribblingServer
-from tests.integrations.every_provider import every_provider
+from tests.integrations.every_provider import every_provider, needs
 
 USER = [ChatMessage(role=MessageRole.USER, content="hello")]
 #: Far below the time any dribbled reply takes, far above any deadline used here.
@@ -108,34 +105,43 @@ def test_a_retry_inside_the_sdk_is_inside_the_deadline(mode: str):
     assert 1 <= len(server.requests) <= 5
 
 
-def _embed(conn: Any, mode: str) -> Any:
-    if mode == "sync":
-        return conn.embed(["some text"], model="m")
-    return asyncio.run(conn.aembed(["some text"], model="m"))
+def _embedding_cases() -> list[Any]:
+    """Every embedding connection: Ollama's, and those of tests/integrations/
+    test_cloud_embeddings.py (OpenAI, Azure, Bedrock, Gemini, DashScope)."""
+    from tests.integrations.test_cloud_embeddings import CASES
+
+    cases = [
+        pytest.param(
+            lambda url: OllamaEmbeddingModelConnection(base_url=url, total_timeout=4),
+            "m",
+            id="ollama",
+        )
+    ]
+    for name, case in CASES.items():
+        marks = needs(case.requires)
+        cases.append(
+            pytest.param(
+                lambda url, case=case: case.connection(**case.base(url), total_timeout=4),
+                case.setup_args["model"],
+                id=name,
+                marks=marks,
+            )
+        )
+    return cases
 
 
 @both_paths
-@pytest.mark.parametrize("provider", ["openai", "ollama"])
-def test_a_dribbled_embedding_reply_is_cut_at_the_calls_deadline(provider: str, mode: str):
-    if provider == "openai":
-        body: Any = {
-            "object": "list",
-            "data": [{"object": "embedding", "index": 0, "embedding": [0.1] * 64}],
-            "model": "m",
-            "usage": {"prompt_tokens": 2, "total_tokens": 2},
-        }
-    else:
-        body = {"model": "m", "embeddings": [[0.1] * 64]}
-    with DribblingServer(body) as server:
-        if provider == "openai":
-            conn: Any = OpenAIEmbeddingModelConnection(
-                api_base_url=server.url + "/v1", api_key="sk-x", total_timeout=4
-            )
-        else:
-            conn = OllamaEmbeddingModelConnection(base_url=server.url, total_timeout=4)
+@pytest.mark.parametrize(("make", "model"), _embedding_cases())
+def test_a_dribbled_embedding_reply_is_cut_at_the_calls_deadline(make: Any, model: str, mode: str):
+    # Never complete (the call is cut long before), so one long JSON body serves them all.
+    with DribblingServer({"pad": "x" * 400}) as server:
+        conn = make(server.url)
         start = time.monotonic()
         with pytest.raises(ModelCallTimeoutError) as info:
-            _embed(conn, mode)
+            if mode == "sync":
+                conn.embed(["some text"], model=model)
+            else:
+                asyncio.run(conn.aembed(["some text"], model=model))
         assert time.monotonic() - start < CUT
     assert (info.value.kind, info.value.timeout) == ("embedding model", 4)
 
