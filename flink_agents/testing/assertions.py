@@ -86,10 +86,10 @@ def assert_exactly_once(run: AgentRun, expected: Mapping[Any, list[Any]] | None 
 
 
 def assert_no_repeated_calls(run: AgentRun, kind: str | None = "model") -> None:
-    """No model call (``kind="tool"``: tool call; None: any durable call) was really made
-    twice for the same input: calls a restart answered from Flink state are ``replayed``
-    in the event log and do not count. Two equal inputs of one key may each make their
-    calls once.
+    """No model call (``kind="tool"``: tool call, ``"call"``: other durable call; None:
+    any) was really made twice for the same input: calls a restart answered from Flink
+    state are ``replayed`` in the event log and do not count. Two equal inputs of one key
+    may each make their calls once.
     """
     records = run.event_log.records
     identity: dict[str, tuple[str, str]] = {}

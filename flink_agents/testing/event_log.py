@@ -87,9 +87,10 @@ class EventLog:
         key: Any = None,
         replayed: bool | None = None,
     ) -> list[dict[str, Any]]:
-        """Call records: ``kind`` ``"model"``, ``"tool"`` or ``"durable"``; ``name`` the
-        chat model setup, tool or function; ``replayed`` True for calls answered from the
-        durable log after a restore (the model or tool was not called), False for real ones.
+        """Call records: ``kind`` ``"model"``, ``"tool"`` or ``"call"`` (another durable
+        call, ``ctx.durable_execute``); ``name`` the chat model setup, tool or function;
+        ``replayed`` True for calls answered from the durable log after a restore (the
+        model or tool was not called), False for real ones.
         """
         return [
             r
