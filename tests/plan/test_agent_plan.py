@@ -30,6 +30,21 @@ def test_plan_matches_golden_file_and_round_trips():
     assert again.model_dump_json() == plan.model_dump_json()
 
 
+def test_plan_of_the_old_builtin_actions_module_still_loads():
+    """Plans compiled before plan/actions/ name flink_agents.plan.builtin_actions."""
+    from flink_agents.plan.actions import BUILTIN_ACTIONS
+
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent())
+    data = json.loads(plan.model_dump_json())
+    for name in BUILTIN_ACTIONS:
+        assert data["actions"][name]["func"]["module"] == f"flink_agents.plan.actions.{name}"
+        data["actions"][name]["func"]["module"] = "flink_agents.plan.builtin_actions"
+    old = AgentPlan.model_validate(data)
+    for name, (_, function) in BUILTIN_ACTIONS.items():
+        assert old.actions[name].function is function
+    assert old.model_dump_json() == plan.model_dump_json()
+
+
 def test_secrets_stay_out_of_the_plan_json_but_reach_the_resource():
     agent = Agent()
     agent.add_resource(
@@ -177,3 +192,20 @@ def test_chat_model_setup_without_model_fails_at_compile_and_at_creation():
 
     assert OpenAIChatModelSetup(connection="c").model == "gpt-4o-mini"
     assert ScriptedChatModelSetup(connection="c").model is None
+
+
+def test_plan_configuration_is_parsed_once_and_read_only():
+    from flink_agents.api.core_options import AgentConfigOptions
+    from flink_agents.errors import ConfigurationError
+
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent(), {"max-retries": 5, "custom": "x"})
+    config = plan.get_config()
+    assert plan.get_config() is config  # hosts and resources share the one parse
+    assert config.get(AgentConfigOptions.MAX_RETRIES) == 5 and config.get("custom") == "x"
+    with pytest.raises(ConfigurationError, match="read-only; set options on the environment"):
+        config.set(AgentConfigOptions.MAX_RETRIES, 1)
+    with pytest.raises(ConfigurationError, match="read-only"):
+        config.set_str("custom", "y")
+    copy = config.copy()  # a copy is the caller's own
+    copy.set_str("custom", "y")
+    assert copy.get("custom") == "y" and config.get("custom") == "x"
