@@ -91,7 +91,8 @@ class AgentRun:
 
     @property
     def outputs(self) -> dict[Any, list[Any]]:
-        """The outputs of each key, in input order (keys in order of first input)."""
+        """The outputs of each key, in input order; every input's key is there (keys in
+        order of their first input; an empty list when the key's runs output nothing)."""
         out: dict[Any, list[Any]] = {key: [] for key in dict.fromkeys(self.keys)}
         for key, runs in self._by_key.items():
             out.setdefault(key, [])

@@ -90,6 +90,22 @@ class Shout(Agent):
         ctx.send_event(OutputEvent(output=str(event.input).upper()))
 
 
+class Picky(Agent):
+    """Raises on the input ``"bad"``."""
+
+    @action(InputEvent)
+    @staticmethod
+    def check(event: InputEvent, ctx: RunnerContext) -> None:
+        if event.input == "bad":
+            raise ValueError("no 'bad' here")
+        ctx.send_event(OutputEvent(output=event.input))
+
+
+def test_a_failing_run_fails_run_agent():
+    with pytest.raises(Exception, match="no 'bad' here"):
+        run_agent(Picky(), ["fine", "bad"])
+
+
 @dataclass
 class Order:
     customer: str

@@ -59,6 +59,13 @@ def test_failure_after_n_inputs_loses_nothing_and_repeats_no_model_call(tmp_path
     assert {r["status"] for r in run.event_log.runs()} == {"ok"}
 
 
+def test_a_failing_job_is_an_error_that_shows_the_agents_exception(flink_mode):
+    from tests.testing.test_run_agent import Picky
+
+    with pytest.raises(RuntimeError, match=r"the job failed: [\s\S]*ValueError: no 'bad' here"):
+        run_agent(Picky(), ["fine", "bad"], mode=flink_mode)
+
+
 KEY = "sk-flink-replay-secret-0123456789"
 FAST = {"retry_initial_backoff": 0.01, "retry_max_backoff": 0.05, "timeout": 5.0}
 QUESTIONS = [{"q": "weather in Oslo?"}, {"q": "hello"}, {"q": "weather in Oslo?"}]
