@@ -263,14 +263,18 @@ def _settle(events_dir: str, runs: int, *, timeout: float = 20.0) -> None:
 
 
 def _job_error(exc: BaseException) -> str:
-    """The useful part of a job failure: the Python traceback's end, else the first lines."""
+    """The useful part of a job failure: the Python traceback (process mode) or the
+    deepest ``Caused by`` (thread mode: pemja's PythonException), else the first lines."""
     text = str(exc)
-    marker = "Traceback (most recent call last)"
-    at = text.rfind(marker)
+    at = text.rfind("Traceback (most recent call last)")
     if at >= 0:
-        tail = text[at:]
-        lines = [ln for ln in tail.splitlines() if ln.strip()]
-        # the traceback ends at the first line that is not indented after the frames
+        lines = [ln for ln in text[at:].splitlines() if ln.strip()]
+        # the traceback ends at the first line after the frames that is not indented
         end = next((i for i, ln in enumerate(lines[1:], 1) if not ln.startswith((" ", "\t"))), None)
         return "\n".join(lines[: (end or len(lines) - 1) + 1])[-4000:]
+    causes = [ln for ln in text.splitlines() if ln.startswith("Caused by: ")]
+    if causes:
+        deepest = causes[-1][len("Caused by: ") :]
+        deepest = re.sub(r"^pemja\.core\.PythonException: <class '([^']+)'>:", r"\1:", deepest)
+        return deepest[:4000]
     return "\n".join(text.splitlines()[:20])[:4000]
