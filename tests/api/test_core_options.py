@@ -295,7 +295,13 @@ def test_every_module_declaring_options_is_an_options_entry_point():
             module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
             declaring.add(module.removesuffix(".__init__"))
     declaring.discard("flink_agents.api.core_options")  # the registry itself
-    assert declaring <= set(core_options.option_modules())
+    import tomllib
+
+    pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(pyproject["project"]["entry-points"][core_options.OPTIONS_GROUP].values())
+    assert declaring <= listed, "add them to pyproject.toml's flink_agents.options"
+    # The installed metadata (what the registry reads) is pyproject's.
+    assert set(core_options.option_modules()) == listed
 
 
 def test_an_option_of_a_module_not_imported_yet_is_checked():
