@@ -201,78 +201,109 @@ def run_agent(
                 "the rest"
             )
     keys = [_key_of(value, position, key) for position, value in enumerate(inputs)]
-    workdir = Path(tempfile.mkdtemp(prefix="flink-agents-run-"))
+    workdir: Path | None = None
+    finished = False
+    try:
+        view = AgentView(
+            agent,
+            resources=cassette.resource_mapper() if cassette is not None else None,
+            capture=True,
+        )
+        env_resources = dict(resources or {})
+        if cassette is not None:
+            env_resources = cassette.wrap_resource_dict(env_resources)
+        workdir = Path(tempfile.mkdtemp(prefix="flink-agents-run-"))
+        run = _execute(
+            view,
+            inputs,
+            keys,
+            env_resources,
+            workdir,
+            mode=mode,
+            config=dict(config or {}),
+            parallelism=parallelism,
+            fail_after=fail_after,
+            flink_config=dict(flink_config or {}),
+            checkpoint_interval_ms=checkpoint_interval_ms,
+            keep_dir=keep_dir,
+        )
+        if cassette is not None:
+            finished = True
+            cassette.finish()
+        return run
+    finally:
+        if cassette is not None and not finished:
+            cassette.discard()
+        if workdir is not None and not keep_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _execute(
+    view: AgentView,
+    inputs: list[Any],
+    keys: list[Any],
+    env_resources: dict[str, Any],
+    workdir: Path,
+    *,
+    mode: str,
+    config: dict[str, Any],
+    parallelism: int,
+    fail_after: int | None,
+    flink_config: dict[str, str],
+    checkpoint_interval_ms: int,
+    keep_dir: bool,
+) -> AgentRun:
+    """The run itself, in ``workdir`` (event log, logs, sink files, checkpoints)."""
     log_dir = workdir / "logs"
     log_dir.mkdir()
-    view = AgentView(
-        agent,
-        resources=cassette.resource_mapper() if cassette is not None else None,
-        capture=True,
-    )
-    env_resources = dict(resources or {})
-    if cassette is not None:
-        env_resources = cassette.wrap_resource_dict(env_resources)
     agent_config = {
-        **dict(config or {}),
+        **config,
         "event-log.enabled": True,
         "baseLogDir": str(workdir / "events"),
         # whole inputs: assert_no_repeated_calls tells inputs apart by them
         "event-log.type._input_event.level": "VERBOSE",
     }
+    # On Flink the workers log to files in log_dir (the kit's hook sets that up).
+    worker_logs = None if mode == "local" else str(log_dir)
     fed = [
-        value if isinstance(value, ApprovalResponse) else Fed(position, k, value, None)
+        value if isinstance(value, ApprovalResponse) else Fed(position, k, value, worker_logs)
         for position, (value, k) in enumerate(zip(inputs, keys, strict=True))
     ]
     lines: list[str] = []
-    finished = False
-    try:
-        with _captured_logs(lines):
-            if mode == "local":
-                from flink_agents.testing._local_run import run_local
+    with _captured_logs(lines):
+        if mode == "local":
+            from flink_agents.testing._local_run import run_local
 
-                captures, plan_json = run_local(view, fed, agent_config, env_resources)
-                failures = 0
-            else:
-                from flink_agents.testing._minicluster_run import run_minicluster
+            captures, plan_json = run_local(view, fed, agent_config, env_resources)
+            failures = 0
+        else:
+            from flink_agents.testing._minicluster_run import run_minicluster
 
-                fed = [
-                    f if not isinstance(f, Fed) else Fed(f.seq, f.key, f.value, str(log_dir))
-                    for f in fed
-                ]
-                captures, plan_json, failures = run_minicluster(
-                    view,
-                    fed,
-                    agent_config,
-                    env_resources,
-                    mode=mode,
-                    parallelism=parallelism,
-                    fail_after=fail_after,
-                    workdir=workdir,
-                    flink_config=dict(flink_config or {}),
-                    checkpoint_interval_ms=checkpoint_interval_ms,
-                )
-        for worker_log in sorted(log_dir.glob("worker-*.log")):
-            lines.extend(worker_log.read_text(encoding="utf-8", errors="replace").splitlines())
-        event_log = read_event_log(workdir / "events")
-        if cassette is not None:
-            finished = True
-            cassette.finish()
-        return AgentRun(
-            mode=mode,
-            inputs=inputs,
-            keys=keys,
-            captures=captures,
-            event_log=event_log,
-            logs=lines,
-            plan_json=plan_json,
-            failures=failures,
-            directory=workdir if keep_dir else None,
-        )
-    finally:
-        if cassette is not None and not finished:
-            cassette.discard()
-        if not keep_dir:
-            shutil.rmtree(workdir, ignore_errors=True)
+            captures, plan_json, failures = run_minicluster(
+                view,
+                fed,
+                agent_config,
+                env_resources,
+                mode=mode,
+                parallelism=parallelism,
+                fail_after=fail_after,
+                workdir=workdir,
+                flink_config=flink_config,
+                checkpoint_interval_ms=checkpoint_interval_ms,
+            )
+    for worker_log in sorted(log_dir.glob("worker-*.log")):
+        lines.extend(worker_log.read_text(encoding="utf-8", errors="replace").splitlines())
+    return AgentRun(
+        mode=mode,
+        inputs=inputs,
+        keys=keys,
+        captures=captures,
+        event_log=read_event_log(workdir / "events"),
+        logs=lines,
+        plan_json=plan_json,
+        failures=failures,
+        directory=workdir if keep_dir else None,
+    )
 
 
 def _key_of(value: Any, position: int, key: str | Callable[[Any], Any] | None) -> Any:

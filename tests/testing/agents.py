@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from flink_agents.api.agents.agent import Agent
@@ -12,6 +13,8 @@ from flink_agents.api.events.event import InputEvent, OutputEvent
 from flink_agents.api.resource import ResourceDescriptor, ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.testing import ScriptedChatModelConnection, ScriptedChatModelSetup, tool_call
+
+log = logging.getLogger("flink_agents.tests.kit")
 
 
 def lookup(city: str) -> str:
@@ -106,6 +109,7 @@ def ask_or_report(event: InputEvent, ctx: RunnerContext) -> None:
     """Embeds the question with ``embedder`` (a direct resource call of the action), then
     asks ``model``."""
     question = event.input["q"]
+    log.info("asking about %s", question)
     vector = ctx.get_resource("embedder", ResourceType.EMBEDDING_MODEL).embed(question)
     ctx.short_term_memory.set("norm", round(sum(v * v for v in vector), 6))
     ctx.send_event(

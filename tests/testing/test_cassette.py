@@ -5,6 +5,7 @@ passthrough and new episodes, secrets masked, errors and embeddings and tools re
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 import yaml
@@ -187,7 +188,10 @@ def test_provider_calls_errors_embeddings_and_tools_recorded_with_secrets_masked
     assert replayed.outputs[1] == [{"answer": f"echo: {masked[1]['q']}"}]
 
 
-def test_missing_or_bad_cassettes_are_clear_errors(tmp_path):
+def test_missing_or_bad_cassettes_are_clear_errors(tmp_path, monkeypatch):
+    scratch = tmp_path / "scratch"  # where run_agent and the cassette make their directories
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     with pytest.raises(CassetteError, match="does not exist: record it first"):
         _weather_run(Cassette(tmp_path / "none.yaml"))
     bad = tmp_path / "bad.yaml"
@@ -200,6 +204,7 @@ def test_missing_or_bad_cassettes_are_clear_errors(tmp_path):
     old.write_text("version: 0\ninteractions: []\n")
     with pytest.raises(CassetteError, match="version 0"):
         _weather_run(Cassette(old))
+    assert list(scratch.iterdir()) == []  # nothing left behind by the failed runs
 
 
 def test_mode_from_the_environment(tmp_path, monkeypatch):

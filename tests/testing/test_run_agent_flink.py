@@ -111,4 +111,6 @@ def test_cassette_recorded_locally_replays_on_the_minicluster_without_the_server
     assert replayed.metrics["numOfModelCalls"] == recorded.metrics["numOfModelCalls"] == 5
     assert replayed.metrics["numOfToolCalls"] == 2
     assert KEY not in replayed.plan_json and "__flink_agents_secret__" in replayed.plan_json
+    # The TaskManager's log lines came back (the kit routes the workers' logs to the run).
+    assert any("asking about hello" in line for line in replayed.logs), replayed.logs
     assert_secret_absent(KEY, replayed, recorded, path)
