@@ -11,7 +11,12 @@ Suites (comma separated):
 - ``process``: ``pytest tests/flink -m flink`` in process mode (``make test-flink-process``);
 - ``smoke``: :data:`SMOKE`, in both modes: a job per mode with memory and every fast path
   engaged, a durable call and a restore after an injected failure, the version checks, and
-  one SQL ``agent_run`` script (thread mode).
+  one SQL ``agent_run`` script (thread mode);
+- ``upgrade`` (1.20 only): tests/versions/test_upgrade.py, run by *this* interpreter (the
+  newest PyFlink, ``.venv``) with the 1.20 venv's interpreter as the one that takes the
+  savepoint.
+
+The default is ``fast,thread,process``, plus ``upgrade`` for a 1.20 release.
 
 Before the suites, the Java bridge is compiled against this version's jars and compared
 with the wheel's jar class by class: the wheel ships one jar for every supported version
@@ -158,12 +163,20 @@ def run_suites(venv: Path, suites: list[str], version: str) -> bool:
     ok = True
     pytest = str(venv / "bin" / "pytest")
     for suite in suites:
-        for mode, args in pytest_runs(suite):
+        runs = pytest_runs(suite) if suite != "upgrade" else [("thread", [])]
+        for mode, args in runs:
             started = time.monotonic()
             env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
             env["FLINK_AGENTS_TEST_MODE"] = mode
-            env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-            command = [pytest, "--import-mode=append", "-p", "no:cacheprovider", "-q", *args]
+            if suite == "upgrade":
+                # The newest PyFlink is this interpreter's; the savepoint is taken by the
+                # version's venv.
+                env["FLINK_AGENTS_UPGRADE_FROM"] = str(venv / "bin" / "python")
+                command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+                command += ["tests/versions/test_upgrade.py"]
+            else:
+                env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+                command = [pytest, "--import-mode=append", "-p", "no:cacheprovider", "-q", *args]
             code = subprocess.run(command, cwd=REPO, env=env, check=False).returncode
             seconds = time.monotonic() - started
             log(f"{version} {suite} ({mode}): exit {code} in {seconds:.0f} s")
@@ -174,19 +187,24 @@ def run_suites(venv: Path, suites: list[str], version: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flink", required=True, help="apache-flink version, e.g. 1.20.5")
-    parser.add_argument("--suites", default="fast,thread,process", help="comma separated")
+    parser.add_argument("--suites", help="comma separated (default: see above)")
     parser.add_argument("--wheel", type=Path, help="the built wheel (default: build it)")
     parser.add_argument(
         "--venvs", type=Path, default=REPO / ".versions", help="where the venvs are made"
     )
     parser.add_argument("--reuse", action="store_true", help="reuse a venv of the same wheel")
     args = parser.parse_args(argv)
+    suites = args.suites or "fast,thread,process" + (
+        ",upgrade" if args.flink.startswith("1.20.") else ""
+    )
+    if "upgrade" in suites.split(",") and not args.flink.startswith("1.20."):
+        raise SystemExit("[versions] the upgrade suite starts from a 1.20 release")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="flink-agents-wheel-") as tmp:
         wheel = args.wheel or build_wheel(Path(tmp))
         python = make_venv(args.venvs / f"flink-{args.flink}", wheel, args.flink, reuse=args.reuse)
         ok = check_bridge(python, wheel, args.flink)
-        ok = run_suites(python.parent.parent, args.suites.split(","), args.flink) and ok
+        ok = run_suites(python.parent.parent, suites.split(","), args.flink) and ok
     seconds = time.monotonic() - started
     log(f"apache-flink {args.flink}: {'passed' if ok else 'FAILED'} in {seconds:.0f} s")
     return 0 if ok else 1
