@@ -55,6 +55,7 @@ lint: venv
 	$(PY) -m ruff check flink_agents tests examples benchmarks setup.py java-bridge/build.py
 	$(PY) -m ruff format --check flink_agents tests examples benchmarks setup.py java-bridge/build.py
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 format: venv
 	$(PY) -m ruff check --fix flink_agents tests examples benchmarks setup.py java-bridge/build.py

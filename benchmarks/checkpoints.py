@@ -33,9 +33,9 @@ from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.functions import SinkFunction
 from pyflink.java_gateway import get_gateway
 
-from flink_agents import jobs
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.errors import ClusterError
+from flink_agents.ops import jobs
 from tests.flink.agents import chat_agent
 from tests.ports import free_port
 

@@ -1,7 +1,7 @@
 """The Python path of Flink's Python workers (``python.pythonpath``), built in one place.
 
 Used by the Flink environment (:mod:`flink_agents.runtime.flink.environment`, for jobs it
-builds) and by the local standalone cluster (:mod:`flink_agents.cluster`, for its
+builds) and by the local standalone cluster (:mod:`flink_agents.ops.cluster`, for its
 configuration). Importable without PyFlink.
 """
 

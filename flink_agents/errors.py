@@ -392,7 +392,7 @@ class UnsupportedFlinkVersionError(FlinkAgentsError, ImportError):
 
 class ClusterError(FlinkAgentsError, RuntimeError):
     """The local standalone cluster could not be started, reached or stopped, or a job
-    submission failed (see :mod:`flink_agents.cluster`)."""
+    submission failed (see :mod:`flink_agents.ops.cluster`)."""
 
 
 class CommandError(FlinkAgentsError):

@@ -27,7 +27,7 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     to a cluster, started on first use and stopped at the end of the session (starting one
     takes 13-22 s). Yields its work directory (``submit(..., workdir=...)``,
     ``flink-agents submit ... --cluster DIR``)."""
-    from flink_agents.cluster import start_cluster, stop_cluster
+    from flink_agents.ops.cluster import start_cluster, stop_cluster
     from tests.ports import free_port
 
     workdir = tmp_path_factory.mktemp("standalone-cluster")

@@ -1,4 +1,4 @@
-"""How flink_agents.cluster runs Flink's bin/ scripts (real bash processes, no Flink)."""
+"""How flink_agents.ops.cluster runs Flink's bin/ scripts (real bash processes, no Flink)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_agents import cluster
 from flink_agents.errors import ClusterError
+from flink_agents.ops import cluster
 
 
 def _running(pid: int) -> bool:

@@ -45,7 +45,7 @@ def test_command_errors_carry_the_exit_codes():
 
 
 def test_cluster_error_is_one_class_and_still_a_runtime_error():
-    from flink_agents import cluster
+    from flink_agents.ops import cluster
 
     assert cluster.ClusterError is ClusterError
     assert issubclass(ClusterError, RuntimeError)  # what callers caught before it joined the tree

@@ -72,7 +72,7 @@ def test_this_interpreter_gives_its_site_packages_and_no_stdlib():
 
 
 def test_the_cluster_configures_the_same_path(tmp_path):
-    from flink_agents import cluster
+    from flink_agents.ops import cluster
 
     cluster._write_config(
         tmp_path,

@@ -52,6 +52,39 @@ class AgentBuilder(ABC):
         raise NotImplementedError("to_table() needs the Flink environment")
 
 
+#: Entry point group naming the environment classes (``local``, ``flink``): the API does not
+#: import the runtime that implements them (see pyproject.toml).
+ENVIRONMENTS_GROUP = "flink_agents.environments"
+_environments: dict[str, type[AgentsExecutionEnvironment]] = {}
+
+
+def environment_class(kind: str) -> type[AgentsExecutionEnvironment]:
+    """The environment class registered as ``kind`` in the ``flink_agents.environments``
+    entry point group (``local``: without Flink, ``flink``: over a PyFlink environment).
+
+    Raises:
+        ConfigurationError: no installed package provides ``kind`` (the package metadata is
+            missing: install the package, e.g. ``pip install -e .`` in a checkout).
+    """
+    found = _environments.get(kind)
+    if found is None:
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=ENVIRONMENTS_GROUP):
+            if point.name == kind:
+                found = _environments[kind] = point.load()
+                break
+        else:
+            from flink_agents.errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"no {kind!r} agents environment is installed: the entry point group "
+                f"{ENVIRONMENTS_GROUP!r} has none (the package's metadata is missing; install "
+                "it with pip, e.g. `pip install -e .` in a checkout)"
+            )
+    return found
+
+
 class AgentsExecutionEnvironment(ABC):
     """Base of the local and the Flink environments."""
 
@@ -70,12 +103,8 @@ class AgentsExecutionEnvironment(ABC):
         the PyFlink ``StreamExecutionEnvironment`` ``env`` (and ``StreamTableEnvironment``
         ``t_env`` for tables)."""
         if env is None:
-            from flink_agents.runtime.local.environment import LocalExecutionEnvironment
-
-            return LocalExecutionEnvironment(**kwargs)
-        from flink_agents.runtime.flink.environment import FlinkExecutionEnvironment
-
-        return FlinkExecutionEnvironment(env, t_env, **kwargs)
+            return environment_class("local")(**kwargs)  # type: ignore[no-any-return]
+        return environment_class("flink")(env, t_env, **kwargs)  # type: ignore[no-any-return]
 
     def get_config(self, path: str | os.PathLike[str] | None = None) -> AgentConfiguration:
         """The configuration shared by the agents of this environment.

@@ -29,6 +29,20 @@ class ResourceType(str, Enum):
     MCP_SERVER = "mcp_server"
 
 
+#: Arguments of a resource that name other resources, by the resource's type: what the plan
+#: compiler and the YAML loader check (a name must be declared) and what a setup resolves
+#: through ``get_resource``.
+RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
+    ResourceType.CHAT_MODEL: [
+        ("connection", ResourceType.CHAT_MODEL_CONNECTION),
+        ("prompt", ResourceType.PROMPT),
+        ("tools", ResourceType.TOOL),
+    ],
+    ResourceType.EMBEDDING_MODEL: [("connection", ResourceType.EMBEDDING_MODEL_CONNECTION)],
+    ResourceType.VECTOR_STORE: [("embedding_model", ResourceType.EMBEDDING_MODEL)],
+}
+
+
 class Resource(BaseModel, ABC):
     """Base class of every resource.
 

@@ -12,7 +12,7 @@ Commands::
     flink-agents submit job.py [--cluster DIR | --jobmanager host:port] [--detached] [-p N]
                                [--from-savepoint PATH] [job arguments ...]
     flink-agents stop JOB_ID --savepoint DIR [--jobmanager host:port | --cluster DIR]
-    flink-agents sql -f script.sql | -e 'statements' [--jobmanager host:port]  (sql/cli.py)
+    flink-agents sql -f script.sql | -e 'statements' [--jobmanager host:port]  (cli/_sql.py)
 
 ``module:attr`` names the agent: an :class:`~flink_agents.api.agents.agent.Agent` instance,
 an ``Agent`` subclass (instantiated without arguments) or a function without arguments that
@@ -41,7 +41,7 @@ zero or more output lines ``{"key": ..., "output": ...}`` in input order (pydant
 as JSON objects). The key is the value of ``--key-field`` in each record, or else the record's
 line number (each record its own key).
 
-``cluster`` and ``submit`` delegate to :mod:`flink_agents.cluster` (a standalone cluster run
+``cluster`` and ``submit`` delegate to :mod:`flink_agents.ops.cluster` (a standalone cluster run
 from the installed PyFlink wheel, jobs submitted with ``flink run -py``). The cluster lives
 in a work directory: ``--workdir`` / ``--cluster``, else ``$FLINK_AGENTS_CLUSTER_DIR``, else
 ``~/.flink-agents/cluster``, so ``start``, ``submit`` and ``stop`` find the same cluster.

@@ -1,5 +1,5 @@
 """``flink-agents cluster start|stop|status`` and ``flink-agents submit``: a local standalone
-Flink cluster, through :mod:`flink_agents.cluster`."""
+Flink cluster, through :mod:`flink_agents.ops.cluster`."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def cmd_cluster(args: argparse.Namespace) -> None:
     Prints the cluster's status as JSON on stdout. ``status`` exits 0 whether the cluster
     runs or not (see ``"running"``); it fails when no cluster was ever started there.
     """
-    from flink_agents import cluster
+    from flink_agents.ops import cluster
 
     workdir = args.workdir or default_cluster_dir()
     if args.action == "start":
@@ -81,7 +81,7 @@ def cmd_submit(args: argparse.Namespace) -> None:
         raise UsageError(f"job file {args.job!r} does not exist")
     if job.suffix != ".py":
         raise UsageError(f"job file {args.job!r} must be a Python file (.py)")
-    from flink_agents import cluster
+    from flink_agents.ops import cluster
 
     if args.parallelism is not None and args.parallelism < 1:
         raise UsageError(f"--parallelism must be >= 1, got {args.parallelism}")
@@ -111,7 +111,7 @@ def cmd_submit(args: argparse.Namespace) -> None:
 
 
 def _check_jobmanager(address: str) -> None:
-    from flink_agents.jobs import rest_url
+    from flink_agents.ops.jobs import rest_url
 
     try:
         rest_url(address)
@@ -122,7 +122,7 @@ def _check_jobmanager(address: str) -> None:
 def cmd_stop(args: argparse.Namespace) -> None:
     """``flink-agents stop JOB_ID --savepoint DIR``: stop a job with a savepoint through the
     JobManager's REST API; prints ``{"job_id", "savepoint", "state"}`` as JSON."""
-    from flink_agents import cluster, jobs
+    from flink_agents.ops import cluster, jobs
 
     if args.jobmanager is not None:
         _check_jobmanager(args.jobmanager)

@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _trace.add_parser(commands, [common])
 
-    from flink_agents.sql import cli as sql_cli  # the `sql` command lives in its own module
+    from flink_agents.cli import _sql as sql_cli
 
     sql_cli.add_parser(commands, [common])
     return parser

@@ -20,7 +20,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from flink_agents.api._function import (
     FunctionRef,
@@ -40,6 +47,7 @@ from flink_agents.api.agents.agent import (
 from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
 from flink_agents.api.events.event import Event, event_class_for, registered_event_types
 from flink_agents.api.resource import (
+    RESOURCE_REFERENCES,
     Resource,
     ResourceDescriptor,
     ResourceType,
@@ -85,6 +93,10 @@ def restore_secrets(value: Any, secrets: Mapping[str, Any]) -> Any:
     return value
 
 
+#: The module of the built-in actions in plans compiled before ``flink_agents.plan.actions``.
+_LEGACY_BUILTIN_MODULE = "flink_agents.plan.builtin_actions"
+
+
 class ActionPlan(BaseModel):
     """One action of the plan.
 
@@ -105,6 +117,17 @@ class ActionPlan(BaseModel):
     builtin: bool = False
 
     _callable: Callable[..., Any] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _builtin_module(self) -> ActionPlan:
+        # Plans compiled before the built-in actions became a package (one module each, as
+        # upstream's plan/actions/) name their old module: still loadable.
+        if self.builtin and self.func.module == _LEGACY_BUILTIN_MODULE:
+            self.func = FunctionRef(
+                module=f"flink_agents.plan.actions.{self.func.qualname}",
+                qualname=self.func.qualname,
+            )
+        return self
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -344,7 +367,7 @@ class AgentPlan(BaseModel):
         Raises:
             PlanValidationError: with every problem found.
         """
-        from flink_agents.plan.builtin_actions import BUILTIN_ACTIONS
+        from flink_agents.plan.actions import BUILTIN_ACTIONS
 
         if not isinstance(config, AgentConfiguration):
             config = AgentConfiguration(config)
@@ -712,22 +735,11 @@ def _missing_arguments(cls: type[Resource], arguments: Mapping[str, Any]) -> lis
 
 
 # Which argument of which resource type names another resource.
-_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
-    ResourceType.CHAT_MODEL: [
-        ("connection", ResourceType.CHAT_MODEL_CONNECTION),
-        ("prompt", ResourceType.PROMPT),
-        ("tools", ResourceType.TOOL),
-    ],
-    ResourceType.EMBEDDING_MODEL: [("connection", ResourceType.EMBEDDING_MODEL_CONNECTION)],
-    ResourceType.VECTOR_STORE: [("embedding_model", ResourceType.EMBEDDING_MODEL)],
-}
-
-
 def _check_references(
     providers: dict[ResourceType, dict[str, ResourceProvider]], problems: list[str]
 ) -> None:
     has_mcp = bool(providers.get(ResourceType.MCP_SERVER))
-    for rtype, refs in _REFERENCES.items():
+    for rtype, refs in RESOURCE_REFERENCES.items():
         for name, provider in providers.get(rtype, {}).items():
             args = provider.arguments or provider.serialized or {}
             for arg, target in refs:

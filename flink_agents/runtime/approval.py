@@ -18,7 +18,7 @@ from typing import Any
 
 from flink_agents.api.approval import ApprovalRequest, ApprovalResponse
 from flink_agents.runtime.core import APPROVAL_DECISION, DurableRecord, RunResult
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 
 log = logging.getLogger("flink_agents.runtime.approval")
 

@@ -10,6 +10,9 @@ from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.errors import FlinkAgentsError, ResourceError
 from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_secrets
 
+# Registers the factory the Java resource wrappers create their Java objects with.
+from flink_agents.runtime.java import bridge as _java_bridge  # noqa: F401
+
 log = logging.getLogger(__name__)
 
 

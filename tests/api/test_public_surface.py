@@ -125,7 +125,11 @@ PUBLIC = {
     "flink_agents.api.prompts.prompt": {"LocalPrompt", "Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
-    "flink_agents.api.execution_environment": {"AgentBuilder", "AgentsExecutionEnvironment"},
+    "flink_agents.api.execution_environment": {
+        "AgentBuilder",
+        "AgentsExecutionEnvironment",
+        "environment_class",
+    },
     "flink_agents.api.metric_group": {"MetricGroup"},
     "flink_agents.api.tools.java_tool": {"JavaTool"},
     "flink_agents.api.chat_models.java_chat_model": {

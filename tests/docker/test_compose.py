@@ -143,8 +143,8 @@ def test_jvm_flags_cover_those_of_the_flink_distribution(flink_conf):
 
 
 def test_jvm_flags_cover_those_the_local_cluster_module_uses(flink_conf):
-    """The local standalone cluster (flink_agents.cluster) measured which flags JDK 17 needs."""
-    from flink_agents.cluster import JAVA_OPTS
+    """The local standalone cluster (flink_agents.ops.cluster) measured which flags JDK 17 needs."""
+    from flink_agents.ops.cluster import JAVA_OPTS
 
     assert set(JAVA_OPTS) <= set(flink_conf["env.java.opts.all"].split())
 

@@ -85,7 +85,7 @@ def test_plan_json_carries_the_script_by_value_and_the_rest_by_name(plan_text: s
         assert func["module"] == "__main__" and func["qualname"] == f"OneFileAgent.{name}"
         assert func["pickled"], name  # by value, the name kept for readers
     for name in set(actions) - SCRIPT_ACTIONS:  # built-in actions: by name, as ever
-        assert actions[name]["func"]["module"] == "flink_agents.plan.builtin_actions"
+        assert actions[name]["func"]["module"] == f"flink_agents.plan.actions.{name}"
         assert actions[name]["func"]["pickled"] is None
     # Event type strings: from the class path, or the class's own.
     assert actions["tag"]["listen_event_types"] == ["__main__.Scored"]

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from flink_agents import jobs
-from flink_agents.cluster import cluster_status
+from flink_agents.ops import jobs
+from flink_agents.ops.cluster import cluster_status
 from tests.cli.test_cli import cli
 from tests.flink import agents
 from tests.flink.harness import MODE

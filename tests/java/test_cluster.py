@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_agents.cluster import ClusterError, cluster_status, submit
+from flink_agents.ops.cluster import ClusterError, cluster_status, submit
 
 pytestmark = pytest.mark.flink
 

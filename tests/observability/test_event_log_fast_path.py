@@ -15,7 +15,7 @@ from pydantic_core import to_json
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event
 from flink_agents.errors import ConfigurationError
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log import EventLogObserver, _RunLog
 from flink_agents.runtime.observability.event_log_writer import _SECRET_KEY, _secret_key_in
 

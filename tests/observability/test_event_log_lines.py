@@ -12,7 +12,7 @@ from pydantic_core import to_json
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, InputEvent
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability import RunInfo
 from flink_agents.runtime.observability.event_log import EventLogObserver
 

@@ -14,7 +14,7 @@ import pytest
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.errors import ConfigurationError
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability import RunInfo, event_log_options
 from flink_agents.runtime.observability.event_log import EventLogObserver
 from flink_agents.runtime.observability.event_log_process import ProcessWriter, find_python
@@ -63,7 +63,7 @@ def test_the_child_exits_when_the_parent_dies(tmp_path: Path) -> None:
     script = (
         "import sys, time\n"
         "from flink_agents.api.core_options import AgentConfiguration\n"
-        "from flink_agents.runtime.metrics import SimpleMetricGroup\n"
+        "from flink_agents.runtime.metric_groups import SimpleMetricGroup\n"
         "from flink_agents.runtime.observability.event_log import EventLogObserver\n"
         "c = AgentConfiguration({'event-log.writer': 'process'})\n"
         "o = EventLogObserver(c, sys.argv[1], [], SimpleMetricGroup(), {})\n"

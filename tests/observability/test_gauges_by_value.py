@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flink_agents.runtime.flink.metrics import FlinkMetrics
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.flink.metric_publisher import FlinkMetrics
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 
 
 class _Counter:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_agents.cluster import cluster_status, submit
+from flink_agents.ops.cluster import cluster_status, submit
 from tests.observability.agents import SECRET
 
 pytestmark = pytest.mark.flink

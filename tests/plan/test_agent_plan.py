@@ -30,6 +30,21 @@ def test_plan_matches_golden_file_and_round_trips():
     assert again.model_dump_json() == plan.model_dump_json()
 
 
+def test_plan_of_the_old_builtin_actions_module_still_loads():
+    """Plans compiled before plan/actions/ name flink_agents.plan.builtin_actions."""
+    from flink_agents.plan.actions import BUILTIN_ACTIONS
+
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent())
+    data = json.loads(plan.model_dump_json())
+    for name in BUILTIN_ACTIONS:
+        assert data["actions"][name]["func"]["module"] == f"flink_agents.plan.actions.{name}"
+        data["actions"][name]["func"]["module"] = "flink_agents.plan.builtin_actions"
+    old = AgentPlan.model_validate(data)
+    for name, (_, function) in BUILTIN_ACTIONS.items():
+        assert old.actions[name].function is function
+    assert old.model_dump_json() == plan.model_dump_json()
+
+
 def test_secrets_stay_out_of_the_plan_json_but_reach_the_resource():
     agent = Agent()
     agent.add_resource(

@@ -177,7 +177,7 @@ async def _second(x: int) -> int:
 
 def test_a_bounded_call_keeps_its_durable_signature():
     from flink_agents.api.timeouts import bounded
-    from flink_agents.runtime.core import _call_info
+    from flink_agents.runtime.core.context import _call_info
 
     assert bounded(_first, None, "tool", "t") is _first
     one, two = bounded(_first, 1, "tool", "t"), bounded(_second, 1, "tool", "t")

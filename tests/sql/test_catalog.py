@@ -383,7 +383,7 @@ def test_sql_package_imports_without_pyflink() -> None:
         import sys
         sys.modules["pyflink"] = None
         import flink_agents.sql, flink_agents.sql.executor, flink_agents.sql.agent
-        import flink_agents.sql.cli
+        import flink_agents.cli._sql
         assert not any(m.startswith("pyflink") for m in sys.modules if sys.modules[m])
         print(sorted(flink_agents.sql.__all__))
         """

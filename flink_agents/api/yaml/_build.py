@@ -29,6 +29,7 @@ from flink_agents.api.events.event import registered_event_types
 from flink_agents.api.events.event_type import EventType
 from flink_agents.api.prompts.prompt import Prompt
 from flink_agents.api.resource import (
+    RESOURCE_REFERENCES,
     Resource,
     ResourceDescriptor,
     ResourceType,
@@ -75,16 +76,6 @@ LABEL: dict[ResourceType, str] = {
     ResourceType.MCP_SERVER: "MCP server",
     ResourceType.TOOL: "tool",
     ResourceType.PROMPT: "prompt",
-}
-#: Arguments that name another resource (as the plan compiler checks them).
-REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
-    ResourceType.CHAT_MODEL: [
-        ("connection", ResourceType.CHAT_MODEL_CONNECTION),
-        ("prompt", ResourceType.PROMPT),
-        ("tools", ResourceType.TOOL),
-    ],
-    ResourceType.EMBEDDING_MODEL: [("connection", ResourceType.EMBEDDING_MODEL_CONNECTION)],
-    ResourceType.VECTOR_STORE: [("embedding_model", ResourceType.EMBEDDING_MODEL)],
 }
 #: Characters and words that make a trigger condition an expression, not an event type.
 _EXPRESSION_MARKS = ("==", "!=", "<", ">", "&&", "||", "!", "(", ")", "[", "]", "+", "*", "?")
@@ -299,7 +290,7 @@ class FileBuilder:
     ) -> Any:
         kwargs = dict(spec.model_extra or {})
         label = f"{LABEL[rtype]} '{spec.name}'"
-        for arg, target in REFERENCES.get(rtype, []):
+        for arg, target in RESOURCE_REFERENCES.get(rtype, []):
             value = kwargs.get(arg)
             named: list[tuple[Loc, str]] = []
             if isinstance(value, str):

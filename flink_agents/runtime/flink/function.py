@@ -34,7 +34,7 @@ from flink_agents.runtime.core import (
 )
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink import entry, fast_paths
-from flink_agents.runtime.flink.metrics import FlinkMetrics, FlinkMetricsOptions
+from flink_agents.runtime.flink.metric_publisher import FlinkMetrics, FlinkMetricsOptions
 from flink_agents.runtime.flink.output import (
     KEEP_TIMESTAMP,
     NO_TIMESTAMP,

@@ -26,6 +26,7 @@ import threading
 import weakref
 from typing import Any
 
+from flink_agents.api._java import MODE_HINT, register_handle_factory
 from flink_agents.errors import JavaBridgeError
 
 #: Must match ``Bridge.CONTRACT_VERSION`` of the jar.
@@ -33,12 +34,6 @@ CONTRACT_VERSION = "1"
 
 BRIDGE_CLASS = "org.flinkagents.bridge.Bridge"
 
-MODE_HINT = (
-    "Java resources run only in a Flink job with python.execution-mode=thread (the default of "
-    "flink-agents): Python then runs inside the TaskManager JVM through pemja. The local "
-    "environment and process mode have no JVM to call; use a Flink environment in thread mode "
-    "(a MiniCluster or a local standalone cluster is enough for tests)"
-)
 
 _lock = threading.Lock()
 #: The bridge of the operator opened last in this process (thread mode shares one CPython
@@ -277,3 +272,7 @@ def create_handle(
         owner: the resource cache creating it (selects the job's bridge).
     """
     return get_bridge(owner).create(java_clazz, kind, config)
+
+
+# Java resource wrappers (flink_agents.api) create their Java objects through this module.
+register_handle_factory(create_handle)

@@ -10,7 +10,7 @@ from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.local.runner import LocalRunner
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 
 
 def _split(item: Any) -> tuple[Any, Any]:

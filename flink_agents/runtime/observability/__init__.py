@@ -1,6 +1,6 @@
 """What a run did, for metrics and the event log: the core's one observer seam.
 
-:class:`RunObserver` has a no-op method per thing the run loop (``runtime/core.py``) reports:
+:class:`RunObserver` has a no-op method per thing the run loop (``runtime/core/``) reports:
 a run starting and ending, events sent, an action execution, a durable call (model, tool or
 other). The core holds one observer or None; with None (metrics and the event log both off)
 the loop pays one ``is not None`` test per step. :class:`Observers` fans out to several.

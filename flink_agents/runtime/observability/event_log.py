@@ -37,7 +37,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability import RunInfo, RunObserver
 from flink_agents.runtime.observability.event_log_options import (
     _TYPE_PREFIX,

@@ -35,7 +35,7 @@ import threading
 from typing import IO, TYPE_CHECKING, Any
 
 from flink_agents.api.core_options import AgentConfiguration
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log_options import EventLogOptions
 from flink_agents.runtime.observability.event_log_writer import (
     _Writer,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json, to_jsonable_python
 
 from flink_agents.api.core_options import AgentConfiguration
-from flink_agents.runtime.metrics import SimpleMetricGroup
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log_options import EventLogOptions
 from flink_agents.secret_names import SECRET_NAME, SECRET_WORDS
 

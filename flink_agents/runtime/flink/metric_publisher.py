@@ -1,6 +1,6 @@
 """Publishes the runner's metric group (built-in and user metrics) to Flink's metric system.
 
-Metrics are counted in Python (``runtime/metrics.py``); :meth:`FlinkMetrics.publish` walks
+Metrics are counted in Python (``runtime/metric_groups.py``); :meth:`FlinkMetrics.publish` walks
 the group tree on the operator thread and hands Flink what changed: counter and meter
 increments (one call each per publication, not per update: in thread mode every call into a
 Flink metric is a call into Java), histogram values as a Flink distribution. Gauges: in
@@ -24,14 +24,14 @@ import time
 from typing import Any
 
 from flink_agents.api.core_options import ConfigOption, register_options
-from flink_agents.runtime.metrics import (
+from flink_agents.runtime.metric_groups import (
     Counter,
     Gauge,
     Histogram,
     Meter,
     SimpleMetricGroup,
 )
-from flink_agents.runtime.observability.metrics import histogram_values_since
+from flink_agents.runtime.observability.agent_metrics import histogram_values_since
 
 log = logging.getLogger("flink_agents.runtime.flink")
 

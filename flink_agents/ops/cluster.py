@@ -201,7 +201,7 @@ def _write_config(
     if java_opts:
         values["env.java.opts.all"] = " ".join(java_opts)
     values.update(extra_config or {})
-    lines = ["# Written by flink_agents.cluster.start_cluster"]
+    lines = ["# Written by flink_agents.ops.cluster.start_cluster"]
     lines += [f"{key}: {json.dumps(value)}" for key, value in values.items()]
     (conf / "config.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (conf / "masters").write_text(f"localhost:{port}\n", encoding="utf-8")
@@ -497,7 +497,7 @@ def submit(
     """
     extra = list(flink_args or [])
     if jobmanager is not None:
-        from flink_agents.jobs import rest_url
+        from flink_agents.ops.jobs import rest_url
 
         rest_url(jobmanager)  # checks the form
         extra += ["-m", jobmanager]

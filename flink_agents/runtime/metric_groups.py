@@ -2,7 +2,7 @@
 
 The local environment keeps them (``LocalAgentBuilder.get_metric_group()``); the Flink host
 publishes them to Flink's metric system from the operator thread
-(``runtime/flink/metrics.py``): counters and meters by their change since the last
+(``runtime/flink/metric_publisher.py``): counters and meters by their change since the last
 publication, histogram values as they came, gauges read by Flink.
 """
 

@@ -2,7 +2,7 @@
 
 Counted into the runner's metric group (:attr:`AgentRunner.metrics`, the group
 ``ctx.agent_metric_group`` returns), which the local environment keeps and the Flink host
-publishes to Flink (``runtime/flink/metrics.py``):
+publishes to Flink (``runtime/flink/metric_publisher.py``):
 
 - agent scope: ``numOfEventProcessed`` / ``numOfEventProcessedPerSec``,
   ``numOfActionsExecuted`` / ``numOfActionsExecutedPerSec`` (upstream's names), and ours:
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flink_agents.api.core_options import ConfigOption, register_options
-from flink_agents.runtime.metrics import (
+from flink_agents.runtime.metric_groups import (
     Counter,
     CounterView,
     Histogram,

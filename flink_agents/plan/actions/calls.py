@@ -1,0 +1,132 @@
+"""The one place a model is called and the one place a tool is called.
+
+The interceptor chain (:mod:`flink_agents.api.interceptors`) and the real call run inside one
+``ctx.durable_execute_async``, so a run replayed after a restore calls neither again. Checks
+that must precede every tool call go right before :func:`call_tool`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
+from flink_agents.api.resource import ResourceType
+from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.timeouts import TimeoutOptions, bounded
+from flink_agents.api.tools.tool import Tool
+from flink_agents.errors import UnknownToolError
+from flink_agents.plan.behaviours import run_chain
+
+
+def _chain(ctx: RunnerContext, kind: str) -> list[tuple[str, Any]]:
+    plan = getattr(ctx, "agent_plan", None)
+    # Checked first: the plain field is cheap, the resolved chain is behind a private attr.
+    if plan is None or not plan.interceptors:
+        return []
+    return plan.interceptor_chain(kind)
+
+
+def hooks_at(ctx: RunnerContext, point: str) -> list[tuple[str, Any]]:
+    plan = getattr(ctx, "agent_plan", None)
+    if plan is None or not plan.hooks:
+        return []
+    return plan.hooks_at(point)
+
+
+async def call_model(
+    ctx: RunnerContext,
+    model: str,
+    messages: list[ChatMessage],
+    *,
+    prompt_args: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    offer_tools: bool = True,
+) -> ChatMessage:
+    """Call chat model setup ``model`` through the model interceptors, durably: the one
+    place a model is called."""
+    setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    chain = _chain(ctx, "model")
+    timeout = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    if not chain and offer_tools:
+        # The setup's own call, as before interceptors existed. Passed only when given: a
+        # custom setup whose achat predates prompt_args still works.
+        if prompt_args:
+            options = {**(options or {}), "prompt_args": prompt_args}
+        achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
+        return await ctx.durable_execute_async(achat, messages, **(options or {}))
+    return await ctx.durable_execute_async(
+        _intercepted_model_call,
+        setup,
+        chain,
+        ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
+        prompt_args or {},
+        offer_tools,
+        timeout,
+    )
+
+
+async def _intercepted_model_call(
+    setup: Any,
+    chain: list[tuple[str, Any]],
+    request: ModelCallRequest,
+    prompt_args: dict[str, Any],
+    offer_tools: bool,
+    timeout: float | None = None,
+) -> ChatMessage:
+    """What the durable record of an intercepted model call wraps: request built, chain
+    run, connection called (bounded by ``timeout``: an interceptor sees the timeout)."""
+    if offer_tools and setup.tools:
+        # Looking tools up may create resources (an MCP server connects): off the loop.
+        request.tools = await asyncio.to_thread(setup.get_tools)
+    request.messages = setup.prepare_messages(request.messages, prompt_args)
+    request.options = {**setup.model_kwargs, **request.options}
+
+    async def terminal(req: ModelCallRequest) -> ChatMessage:
+        achat = bounded(setup.get_connection().achat, timeout, "chat model", request.model)
+        reply: ChatMessage = await achat(req.messages, req.tools or None, **req.options)
+        return reply
+
+    reply: ChatMessage = await run_chain("model", chain, request, terminal)
+    if not isinstance(reply, ChatMessage):
+        # A cache or guardrail may answer with text.
+        reply = ChatMessage(role=MessageRole.ASSISTANT, content=str(reply))
+    return reply
+
+
+async def call_tool(
+    ctx: RunnerContext, tool: Tool, name: str, arguments: dict[str, Any], call_id: str
+) -> Any:
+    """Call ``tool`` through the tool interceptors, durably: the one place a tool is called
+    (checks that must happen before any tool runs go right before this call)."""
+    chain = _chain(ctx, "tool")
+    timeout = call_timeout(tool, ctx, TimeoutOptions.TOOL_TIMEOUT)
+    if not chain:
+        return await ctx.durable_execute_async(
+            bounded(tool.acall, timeout, "tool", name), **arguments
+        )
+    request = ToolCallRequest(
+        tool_name=name, arguments=arguments, call_id=call_id, tool=tool, key=ctx.key
+    )
+    return await ctx.durable_execute_async(_intercepted_tool_call, chain, request, timeout)
+
+
+async def _intercepted_tool_call(
+    chain: list[tuple[str, Any]], request: ToolCallRequest, timeout: float | None = None
+) -> Any:
+    """What the durable record of an intercepted tool call wraps (the tool's own call
+    bounded by ``timeout``)."""
+
+    async def terminal(req: ToolCallRequest) -> Any:
+        if req.tool is None:
+            raise UnknownToolError(f"unknown tool {req.tool_name!r}")
+        return await bounded(req.tool.acall, timeout, "tool", req.tool_name)(**req.arguments)
+
+    return await run_chain("tool", chain, request, terminal)
+
+
+def call_timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None:
+    """The resource's own ``timeout``, else the option's value (None: no timeout)."""
+    own = getattr(resource, "timeout", None)
+    return own if own is not None else ctx.config.get(option)

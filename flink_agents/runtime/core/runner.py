@@ -1,0 +1,465 @@
+"""The run loop: one input in, events through actions, outputs and memory changes out.
+
+:class:`AgentRunner` is the one execution core: hosts (the local runner, the Flink function)
+load state, call :meth:`AgentRunner.run`, commit the :class:`RunResult` and emit outputs. A
+run is a coroutine against a snapshot of the key's memory and durable call log and never
+touches host state, so the Flink host runs it off the operator thread. See
+docs/ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import difflib
+import inspect
+import itertools
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from flink_agents.api.core_options import AgentConfigOptions, ErrorHandlingStrategy
+from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
+from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
+from flink_agents.errors import ActionError, HookError, RuntimeFailure
+from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
+from flink_agents.plan.behaviours import run_hooks
+from flink_agents.runtime.core.context import RunContext, _Run
+from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
+from flink_agents.runtime.long_term_memory import LongTermMemoryService
+from flink_agents.runtime.memory import StoredMemoryObject
+from flink_agents.runtime.metric_groups import SimpleMetricGroup
+from flink_agents.runtime.observability import RunCounts, RunInfo, RunObserver, combine
+from flink_agents.runtime.observability.agent_metrics import AgentMetrics, MetricsOptions
+from flink_agents.runtime.resources import ResourceCache
+
+log = logging.getLogger("flink_agents.runtime")
+
+
+class AgentRunner:
+    """Runs inputs through a plan. One instance per host instance (task slot).
+
+    The runner owns the thread pool for blocking calls (:attr:`executor`, sized by
+    ``num-async-threads``): ``durable_execute_async`` of a plain function runs on it, and
+    hosts install it as their event loop's default executor so that ``asyncio.to_thread``
+    (used by resources) shares it. It is the only pool; :meth:`close` shuts it down.
+
+    Args:
+        plan: the compiled agent.
+        resources: the resource cache (one is made from the plan if not given).
+
+    Attributes:
+        executor: the thread pool for blocking calls (threads named ``flink-agents-call``).
+    """
+
+    def __init__(self, plan: AgentPlan, *, resources: ResourceCache | None = None) -> None:
+        from flink_agents.api.core_options import AgentExecutionOptions
+
+        self.plan = plan
+        self.config = plan.get_config()
+        self.resources = resources or ResourceCache(plan)
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
+            thread_name_prefix="flink-agents-call",
+        )
+        self.metrics = SimpleMetricGroup("agent")
+        #: Plain counts of runs, events and actions (always kept: an integer addition per
+        #: event and action); the built-in metrics read them.
+        self.counts = RunCounts()
+        #: What sees the runs (None: nothing, and the loop skips every hook; see
+        #: runtime/observability). Hosts add theirs with :meth:`add_observer`.
+        self.observer: RunObserver | None = None
+        #: The built-in metrics (None when ``metrics.enabled`` is false).
+        self.agent_metrics: AgentMetrics | None = None
+        self._closables: list[Callable[[], None]] = []
+        self._call_targets: dict[Any, tuple[str, str]] = {}
+        # Run ids: a random prefix per runner and a counter (uuid4 per run costs a syscall).
+        self._run_prefix = uuid.uuid4().hex[:16]
+        self._run_seq = itertools.count(1)
+        self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
+        self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
+        self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
+        self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
+        self._unheard: set[str] = set()
+        self._agent_hooks = bool(
+            plan.hooks_at(HookPoint.BEFORE_AGENT.value)
+            or plan.hooks_at(HookPoint.AFTER_AGENT.value)
+        )
+        action_timeout = self.config.get(TimeoutOptions.ACTION_TIMEOUT)
+        # Resolved once: the per-event lookups are on the hot path.
+        # Resolved once: the per-event lookups are on the hot path. The last item counts
+        # the action's executions (a cell per action name, in counts.by_action).
+        counts = self.counts.by_action
+        self._actions_by_event: dict[
+            str, list[tuple[ActionPlan, Callable[..., Any], Any, float | None, list[int]]]
+        ] = {
+            etype: [
+                (
+                    a,
+                    a.function,
+                    ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
+                    check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
+                    counts.setdefault(a.name, [0]),
+                )
+                for a in plan.get_actions(etype)
+            ]
+            for etype in plan.actions_by_event
+        }
+        if self.config.get(MetricsOptions.ENABLED):
+            self.agent_metrics = AgentMetrics(self.metrics, self.counts)
+            self.observer = self.agent_metrics
+
+    def add_observer(self, observer: RunObserver, close: Callable[[], None] | None = None) -> None:
+        """Let ``observer`` see the runs too; ``close`` is called by :meth:`close`."""
+        self.observer = combine([self.observer, observer])
+        if close is not None:
+            self._closables.append(close)
+
+    def close(self) -> None:
+        """Close long-term memory and resources, then shut the executor down (without
+        waiting for calls still running: a host closes when no run needs it any more)."""
+        try:
+            for close in self._closables:
+                close()
+            self._closables = []
+            self.long_term_memory.close()
+            self.resources.close()
+        finally:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+
+    async def run(
+        self,
+        key: Any,
+        value: Any,
+        *,
+        memory: Mapping[str, Any] | None = None,
+        durable: Mapping[str, DurableRecord] | None = None,
+        on_record: Callable[[str, DurableRecord], None] | None = None,
+        on_suspend: Callable[[], None] | None = None,
+    ) -> RunResult:
+        """Run one input.
+
+        Args:
+            key: the input's key.
+            value: the input record (becomes ``InputEvent.input``).
+            memory: snapshot of the key's short-term memory (flattened paths).
+            durable: durable calls recorded by an earlier attempt of this same run (after a
+                restore); they are answered from the log instead of being called.
+            on_record: called (on the loop thread) whenever a durable call completes, so a
+                host can persist progress before the run ends.
+            on_suspend: called when the run starts waiting on an external call.
+
+        Raises:
+            RuntimeFailure: an action failed and the strategy is FAIL (or RETRY ran out).
+        """
+        run = _Run(self, key, memory, durable, on_record, on_suspend)
+        observer = self.observer
+        counts = self.counts
+        counts.in_flight += 1
+        try:
+            if observer is None:
+                return await self._execute(run, value, None)
+            steps = observer if observer.observes_steps else None
+            if steps is not None:
+                run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
+                info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
+            else:  # metrics only: no id, no wall-clock time needed
+                info = run.info = RunInfo(key, "", 0.0, time.perf_counter())
+            observer.run_started(info)
+            try:
+                result = await self._execute(run, value, steps)
+            except BaseException as exc:
+                observer.run_finished(info, time.perf_counter() - info.started_perf, exc)
+                raise
+            observer.run_finished(info, time.perf_counter() - info.started_perf, None)
+            return result
+        except BaseException:
+            counts.runs_failed += 1
+            raise
+        finally:
+            counts.in_flight -= 1
+            counts.runs += 1
+            counts.events += run.processed
+
+    async def _execute(self, run: _Run, value: Any, steps: RunObserver | None) -> RunResult:
+        """The run's body: agent hooks, the actions, and a pause for approval."""
+        result = run.result
+        try:
+            if self._agent_hooks:
+                return await self._run_with_agent_hooks(run, value, steps)
+            await self._run_events(run, value, steps)
+        except RunPaused as pause:
+            # Nothing of the run is committed but its durable records: the resumed run
+            # sends its outputs and memory changes again (up to the pause from the log).
+            return RunResult(
+                key=run.key,
+                outputs=[pause.request],
+                durable_records=result.durable_records,
+                approval=pause.request,
+                approval_call_id=pause.call_id,
+            )
+        run.result.memory_updates = run.short_term.updates
+        run.result.memory_deletes = sorted(run.short_term.deletes)
+        return result
+
+    async def _run_events(self, run: _Run, value: Any, steps: RunObserver | None) -> None:
+        """Send the input through the actions until no event is left."""
+        queue: deque[Event] = deque([InputEvent(input=value)])
+        if steps is not None:
+            steps.events_sent(run.info, list(queue), None, None)  # type: ignore[arg-type]
+        await self._drive(run, queue, steps)
+
+    async def _drive(self, run: _Run, queue: deque[Event], observer: RunObserver | None) -> None:
+        """Send the events of ``queue`` (and what their actions send) through the actions."""
+        result = run.result
+        info = run.info
+        actions_by_event = self._actions_by_event
+        while queue:
+            event = queue.popleft()
+            run.processed += 1
+            if isinstance(event, OutputEvent):
+                result.outputs.append(event.output)
+            actions = actions_by_event.get(event.type)
+            if not actions:
+                if not isinstance(event, OutputEvent):
+                    self._warn_unheard(event)
+                continue
+            for action, function, strategy, timeout, executed in actions:
+                # The first attempt runs here, not in a coroutine of its own (one per action
+                # is measurable per record); failures and retries go to _failed.
+                ctx = RunContext(run, action, event)
+                marks = run.short_term.mark(), run.sensory.mark()
+                perf = time.perf_counter() if observer is not None else 0.0
+                error: Exception | None = None
+                try:
+                    returned = function(event, ctx)
+                    if returned is not None and inspect.isawaitable(returned):
+                        if timeout is None:
+                            await returned
+                        else:
+                            await _bounded_action(returned, timeout, action)
+                    sent = ctx._sent
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
+                    error = exc
+                    try:
+                        sent = await self._failed(
+                            run, action, function, strategy, timeout, event, marks, exc
+                        )
+                    except BaseException as final:
+                        if observer is not None:
+                            self._action_ended(observer, run, action, event, perf, final, "failed")
+                        raise
+                finally:
+                    # Counted when the execution ended (however it ended).
+                    executed[0] += 1
+                if observer is not None:
+                    outcome = None if error is None else run.outcome
+                    self._action_ended(observer, run, action, event, perf, error, outcome)
+                    # A failed execution's (possibly empty) events end it in the event log:
+                    # its calls' usage must not go to the next execution's events.
+                    if sent or error is not None:
+                        observer.events_sent(info, sent, event, action.name)  # type: ignore[arg-type]
+                queue.extend(sent)
+
+    @staticmethod
+    def _action_ended(
+        observer: RunObserver,
+        run: _Run,
+        action: ActionPlan,
+        event: Event,
+        started: float,
+        error: BaseException | None,
+        outcome: str | None,
+    ) -> None:
+        observer.action_finished(
+            run.info,  # type: ignore[arg-type]
+            action.name,
+            event,
+            started,
+            time.perf_counter() - started,
+            error,
+            outcome,
+        )
+
+    async def _run_with_agent_hooks(
+        self, run: _Run, value: Any, steps: RunObserver | None
+    ) -> RunResult:
+        """:meth:`run` with the ``before_agent`` / ``after_agent`` hooks around the actions.
+
+        A failing hook follows the agent's error strategy: RETRY runs the hook again, IGNORE
+        records an error event and goes on without it, FAIL raises its HookError.
+        """
+        memory = StoredMemoryObject(run.short_term)
+        before = HookContext(point=HookPoint.BEFORE_AGENT, key=run.key, memory=memory, input=value)
+        ran = await self._agent_hook(run, self.plan.hooks_at(HookPoint.BEFORE_AGENT.value), before)
+        if ran and before.stopped:
+            run.result.outputs.append(before.answer)
+        else:  # an ignored failure goes on with the input as it came
+            await self._run_events(run, before.input if ran else value, steps)
+        after = HookContext(
+            point=HookPoint.AFTER_AGENT,
+            key=run.key,
+            memory=memory,
+            input=before.input,
+            outputs=list(run.result.outputs),
+        )
+        if await self._agent_hook(run, self.plan.hooks_at(HookPoint.AFTER_AGENT.value), after):
+            run.result.outputs = list(after.outputs)
+        run.result.memory_updates = run.short_term.updates
+        run.result.memory_deletes = sorted(run.short_term.deletes)
+        return run.result
+
+    async def _agent_hook(
+        self, run: _Run, hooks: list[tuple[str, Callable[..., Any]]], hc: HookContext
+    ) -> bool:
+        """Run agent hooks under the agent's error strategy; False when IGNORE skipped them."""
+        if not hooks:
+            return True
+        attempt = 0
+        mark = run.short_term.mark()
+        while True:
+            try:
+                await run_hooks(hooks, hc)
+                return True
+            except HookError as exc:
+                run.short_term.reset(mark)
+                exc.with_location(key=run.key)
+                if self._strategy is ErrorHandlingStrategy.RETRY and attempt < self._max_retries:
+                    attempt += 1
+                    wait = self._retry_wait * (2 ** (attempt - 1))
+                    log.warning(
+                        "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, exc
+                    )
+                    await asyncio.sleep(wait)
+                    continue
+                if self._strategy is ErrorHandlingStrategy.IGNORE:
+                    log.error("ignored failure: %s", exc)
+                    run.result.errors.append(
+                        ErrorEvent(
+                            key=_jsonable_key(run.key),
+                            action=f"hook:{exc.name}",
+                            failed_event_id="",
+                            failed_event_type=exc.point,
+                            error_type=type(exc).__name__,
+                            error=str(exc),
+                        )
+                    )
+                    return False
+                raise
+
+    def _warn_unheard(self, event: Event) -> None:
+        if event.type in self._unheard:
+            return
+        self._unheard.add(event.type)
+        if isinstance(event, ErrorEvent):
+            return  # logged where it was raised
+        listened = sorted(self.plan.actions_by_event)
+        close = difflib.get_close_matches(event.type, listened, n=1)
+        log.warning(
+            "no action listens to events of type %r (sent as %s); they are dropped.%s "
+            "Listened types: %s",
+            event.type,
+            type(event).__name__,
+            f" Did you mean {close[0]!r}?" if close else "",
+            listened,
+        )
+
+    def run_sync(self, key: Any, value: Any, **kwargs: Any) -> RunResult:
+        """:meth:`run` on a fresh event loop (for scripts and tests)."""
+        return asyncio.run(self.run(key, value, **kwargs))
+
+    async def _failed(
+        self,
+        run: _Run,
+        action: ActionPlan,
+        function: Callable[..., Any],
+        strategy: ErrorHandlingStrategy,
+        timeout: float | None,
+        event: Event,
+        marks: tuple[Any, Any],
+        exc: Exception,
+    ) -> list[Event]:
+        """Handle the failure ``exc`` of ``action`` on ``event`` by its strategy: retry it,
+        ignore it (an :class:`ErrorEvent` goes on) or raise. Returns the events sent by a
+        successful retry, or the error event."""
+        attempt = 0
+        while True:
+            run.short_term.reset(marks[0])
+            run.sensory.reset(marks[1])
+            error = _as_action_error(exc, run.key, action, event)
+            if (
+                strategy is ErrorHandlingStrategy.RETRY
+                and attempt < self._max_retries
+                and getattr(exc, "retryable", True)
+            ):
+                attempt += 1
+                wait = self._retry_wait * (2 ** (attempt - 1))
+                log.warning(
+                    "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, error
+                )
+                await asyncio.sleep(wait)
+                ctx = RunContext(run, action, event)
+                try:
+                    returned = function(event, ctx)
+                    if returned is not None and inspect.isawaitable(returned):
+                        if timeout is None:
+                            await returned
+                        else:
+                            await _bounded_action(returned, timeout, action)
+                    run.outcome = "retried"
+                    self.counts.retried += 1
+                    return ctx._sent
+                except asyncio.CancelledError:
+                    raise
+                except Exception as again:  # noqa: BLE001 - handled by the next round
+                    exc = again
+                    continue
+            if strategy is ErrorHandlingStrategy.IGNORE:
+                log.error("ignored failure: %s", error)
+                err_event = ErrorEvent(
+                    key=_jsonable_key(run.key),
+                    action=action.name,
+                    failed_event_id=str(event.id),
+                    failed_event_type=event.type,
+                    error_type=type(exc).__name__,
+                    error=str(exc),
+                )
+                run.result.errors.append(err_event)
+                run.outcome = "ignored"
+                self.counts.ignored += 1
+                # An error in an action handling an ErrorEvent must not loop forever.
+                return [] if isinstance(event, ErrorEvent) else [err_event]
+            self.counts.failed += 1
+            if error is not exc:
+                raise error from exc
+            raise exc
+
+
+async def _bounded_action(returned: Awaitable[Any], timeout: float, action: ActionPlan) -> None:
+    """Await an async action's coroutine for at most ``timeout`` seconds (a synchronous
+    action has finished before its timeout could apply)."""
+
+    async def awaited() -> Any:
+        return await returned
+
+    await bounded(awaited, timeout, "action", action.name)()
+
+
+def _jsonable_key(key: Any) -> Any:
+    return key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
+
+
+def _as_action_error(exc: Exception, key: Any, action: ActionPlan, event: Event) -> Exception:
+    where = {"key": key, "action": action.name, "event_id": str(event.id)}
+    if isinstance(exc, RuntimeFailure):
+        return exc.with_location(**where)
+    return ActionError(
+        f"action {action.name!r} failed on {event.type}: {type(exc).__name__}: {exc}",
+        **where,
+    )
