@@ -6,8 +6,9 @@ still refuses the statements. There the statement layer runs them itself, agains
 catalog, so that ``CREATE AGENT ... USING MODEL m`` works on every supported version:
 
 - ``CREATE [TEMPORARY] MODEL [IF NOT EXISTS] name [INPUT (...)] [OUTPUT (...)] [COMMENT '...']
-  WITH ('provider' = ..., ...)``: the provider must be one of ours (the options are checked
-  as ``CREATE AGENT`` would check them, so a mistake shows at once);
+  WITH ('provider' = ..., ...)``: kept as written; like Flink's own, the options are
+  checked when an agent uses the model (``CREATE AGENT ... USING MODEL``, which names the
+  model and the option), so a script fails at the same statement on every version;
 - ``DROP [TEMPORARY] MODEL [IF EXISTS] name``, ``SHOW MODELS``, ``SHOW CREATE MODEL name``,
   ``DESC MODEL name``.
 
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from flink_agents.errors import CatalogError, SqlError
 from flink_agents.sql.catalog import ObjectIdentifier
 from flink_agents.sql.lexer import Statement
-from flink_agents.sql.models import model_resources
 from flink_agents.sql.options import masked
 from flink_agents.sql.result import SqlResult
 from flink_agents.sql.statements import CreateModel, ModelStatement, Name, SqlStatement
@@ -114,7 +114,6 @@ class ModelCatalog:
 
         Raises:
             CatalogError: an existing (CREATE) or unknown (DROP, SHOW CREATE, DESC) model.
-            ConfigurationError: a model whose provider or options ours do not take.
         """
         if isinstance(statement, CreateModel):
             return self._create(statement)
@@ -151,12 +150,8 @@ class ModelCatalog:
                 line=statement.name.line or None,
                 column=statement.name.column or None,
             )
-        options = dict(statement.options)
-        if not options.get("connection"):
-            # The options as CREATE AGENT will read them (a connection's are checked there).
-            model_resources(str(ident), options)
         self._models[ident] = OwnModel(
-            options,
+            dict(statement.options),
             statement.temporary,
             statement.comment,
             statement.input_schema,

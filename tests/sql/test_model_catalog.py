@@ -11,6 +11,7 @@ from flink_agents.errors import CatalogError, ConfigurationError, SqlError, SqlP
 from flink_agents.sql.catalog import ObjectIdentifier
 from flink_agents.sql.lexer import split_statements
 from flink_agents.sql.model_catalog import ModelCatalog, ml_predict_error
+from flink_agents.sql.models import model_resources
 from flink_agents.sql.parser import parse_model_statement
 from flink_agents.sql.statements import CreateModel, ModelStatement, Name
 
@@ -127,13 +128,14 @@ def test_create_twice_drop_and_if_clauses() -> None:
     run(models, "DROP MODEL IF EXISTS m")
 
 
-def test_a_provider_we_do_not_have_is_refused_at_create() -> None:
+def test_options_are_checked_when_an_agent_uses_the_model_as_with_flinks_models() -> None:
+    """Flink's CREATE MODEL (2.1+) takes any options; so does ours: a script fails at the
+    same statement (CREATE AGENT, naming the model and the option) on every version."""
     models = catalog()
-    with pytest.raises(ConfigurationError, match="'provider' = 'vertexai' is not supported"):
-        run(models, "CREATE MODEL m WITH ('provider' = 'vertexai', 'task' = 'text_generation')")
-    with pytest.raises(ConfigurationError, match="unknown|not supported|supported"):
-        run(models, "CREATE MODEL m WITH ('provider' = 'openai', 'colour' = 'blue')")
-    assert run(models, "SHOW MODELS").rows == []
+    run(models, "CREATE MODEL m WITH ('provider' = 'openai', 'temprature' = '1')")
+    options = models.options(models.resolve(Name(("m",))))
+    with pytest.raises(ConfigurationError, match="unknown option 'temprature'"):
+        model_resources("default_catalog.default_database.m", options)
 
 
 def test_ml_predict_is_refused_with_what_to_use_instead() -> None:
