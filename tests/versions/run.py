@@ -27,7 +27,8 @@ venv's own ``pytest`` script, so the repository's source folder comes after site
 Tests that need the ``chroma`` / ``mem0`` extras are left out (:data:`NEEDS_EXTRAS`): those
 extras' pins cannot be installed together with apache-flink 1.20's (pip backtracks into
 building an old apache-beam); they run in the main suites, and do not depend on Flink's
-version. Prints one line per step with its time; exits non-zero when any step failed.
+version. So are the tests that make venvs of their own (:data:`OWN_VENVS`). Prints one
+line per step with its time; exits non-zero when any step failed.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ SMOKE = (
 THREAD_ONLY = ("tests/sql/test_agent_run_flink.py",)
 #: Tests that need the chroma / mem0 extras (see the module docstring).
 NEEDS_EXTRAS = ("tests/runtime/test_long_term_memory.py",)
+#: Tests that install packages into venvs of their own, whatever PyFlink runs them (the
+#: wheel with apache-flink 2.3.0, with 1.19.3): the main suites run them once.
+OWN_VENVS = ("tests/packaging/test_wheel.py", "tests/versions/test_unsupported_pyflink.py")
 
 
 def log(text: str) -> None:
@@ -146,7 +150,7 @@ def check_bridge(python: Path, wheel: Path, version: str) -> bool:
 
 def pytest_runs(suite: str) -> list[tuple[str, list[str]]]:
     """``(mode, pytest arguments)`` of a suite."""
-    ignore = [f"--ignore={t}" for t in NEEDS_EXTRAS]
+    ignore = [f"--ignore={t}" for t in (*NEEDS_EXTRAS, *OWN_VENVS)]
     if suite == "fast":
         return [("thread", ["-m", "not flink", *ignore])]
     if suite == "thread":
@@ -159,7 +163,7 @@ def pytest_runs(suite: str) -> list[tuple[str, list[str]]]:
     raise SystemExit(f"[versions] unknown suite {suite!r}: fast, thread, process or smoke")
 
 
-def run_suites(venv: Path, suites: list[str], version: str) -> bool:
+def run_suites(venv: Path, wheel: Path, suites: list[str], version: str) -> bool:
     ok = True
     pytest = str(venv / "bin" / "pytest")
     for suite in suites:
@@ -168,6 +172,7 @@ def run_suites(venv: Path, suites: list[str], version: str) -> bool:
             started = time.monotonic()
             env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
             env["FLINK_AGENTS_TEST_MODE"] = mode
+            env["FLINK_AGENTS_WHEEL"] = str(wheel)
             if suite == "upgrade":
                 # The newest PyFlink is this interpreter's; the savepoint is taken by the
                 # version's venv.
@@ -204,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         wheel = args.wheel or build_wheel(Path(tmp))
         python = make_venv(args.venvs / f"flink-{args.flink}", wheel, args.flink, reuse=args.reuse)
         ok = check_bridge(python, wheel, args.flink)
-        ok = run_suites(python.parent.parent, suites.split(","), args.flink) and ok
+        ok = run_suites(python.parent.parent, wheel, suites.split(","), args.flink) and ok
     seconds = time.monotonic() - started
     log(f"apache-flink {args.flink}: {'passed' if ok else 'FAILED'} in {seconds:.0f} s")
     return 0 if ok else 1
