@@ -86,3 +86,24 @@ def test_task_identity_and_job_id_readers_have_a_java_context_branch() -> None:
         _runtime_context = JavaContext()
 
     assert internals.task_identity(Context()) == ("agent", 3)
+
+
+def test_importing_the_host_and_beam_prints_no_warning(tmp_path) -> None:
+    """Beam 2.48 (apache-flink 1.20, 2.0) imports pkg_resources, which setuptools 81+
+    deprecates on stderr at every start; the host silences exactly that warning."""
+    import subprocess
+    import sys
+
+    code = (
+        "import flink_agents.runtime.flink, pyflink.datastream, "
+        "apache_beam.runners.portability.stager"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pkg_resources" not in proc.stderr

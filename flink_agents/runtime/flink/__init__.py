@@ -5,6 +5,10 @@ version outside the supported range (``_pyflink_internals.SUPPORTED_RANGE``) rai
 :class:`~flink_agents.errors.UnsupportedFlinkVersionError` naming the range.
 """
 
-from flink_agents.runtime.flink._pyflink_internals import require_supported_version
+from flink_agents.runtime.flink._pyflink_internals import (
+    quiet_known_warnings,
+    require_supported_version,
+)
 
 require_supported_version()
+quiet_known_warnings()

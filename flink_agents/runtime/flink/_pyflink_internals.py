@@ -110,6 +110,22 @@ def require_supported_version() -> tuple[int, int]:
     return check_supported(pyflink_version())
 
 
+def quiet_known_warnings() -> None:
+    """Silence a warning PyFlink's own dependencies print on supported versions, which says
+    nothing to a user: Beam 2.48 (apache-flink 1.20 and 2.0 pin it) imports
+    ``pkg_resources``, which setuptools 81+ (an unpinned dependency of apache-flink 1.20)
+    deprecates with a ``UserWarning`` on stderr at every start (it broke the CLI's one-line
+    errors). Only that message, only from Beam's modules."""
+    import warnings
+
+    warnings.filterwarnings(
+        "ignore",
+        message="pkg_resources is deprecated as an API",
+        category=UserWarning,
+        module=r"apache_beam\.",
+    )
+
+
 def minor_version() -> tuple[int, int]:
     """The installed PyFlink's ``(major, minor)`` (checked at import: a supported one)."""
     return check_supported(pyflink_version())
