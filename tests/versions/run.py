@@ -2,7 +2,10 @@
 from the built wheel (the way a user installs the package next to their cluster's PyFlink).
 
     python tests/versions/run.py --flink 1.20.5 [--suites fast,thread,process] [--wheel W]
-                                 [--venvs DIR] [--reuse]
+                                 [--venvs DIR] [--reuse] [-- PYTEST_ARGS...]
+
+``PYTEST_ARGS`` (after ``--``) go to every pytest run of the suites, e.g. test paths to run
+only those of a suite.
 
 Suites (comma separated):
 
@@ -116,6 +119,10 @@ def make_venv(venv: Path, wheel: Path, version: str, *, reuse: bool) -> Path:
     packages = [str(wheel), f"apache-flink=={version}", *test_requirements()]
     if run([*pip, *packages], quiet=True) != 0:
         raise SystemExit(f"[versions] pip could not install {packages} (output above)")
+    # The repository after site-packages (as an editable install has it): jobs the tests
+    # submit import ``tests`` and ``examples`` from it, ``flink_agents`` from the wheel.
+    site = next((venv / "lib").glob("python3.*/site-packages"))
+    (site / "flink_agents_repository.pth").write_text(f"{REPO}\n")
     marker.write_text(stamp)
     log(f"venv with apache-flink {version} made in {time.monotonic() - started:.0f} s")
     return python
@@ -163,7 +170,7 @@ def pytest_runs(suite: str) -> list[tuple[str, list[str]]]:
     raise SystemExit(f"[versions] unknown suite {suite!r}: fast, thread, process or smoke")
 
 
-def run_suites(venv: Path, wheel: Path, suites: list[str], version: str) -> bool:
+def run_suites(venv: Path, wheel: Path, suites: list[str], version: str, extra: list[str]) -> bool:
     ok = True
     pytest = str(venv / "bin" / "pytest")
     for suite in suites:
@@ -182,6 +189,7 @@ def run_suites(venv: Path, wheel: Path, suites: list[str], version: str) -> bool
             else:
                 env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
                 command = [pytest, "--import-mode=append", "-p", "no:cacheprovider", "-q", *args]
+            command += extra
             code = subprocess.run(command, cwd=REPO, env=env, check=False).returncode
             seconds = time.monotonic() - started
             log(f"{version} {suite} ({mode}): exit {code} in {seconds:.0f} s")
@@ -198,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "--venvs", type=Path, default=REPO / ".versions", help="where the venvs are made"
     )
     parser.add_argument("--reuse", action="store_true", help="reuse a venv of the same wheel")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args(argv)
     suites = args.suites or "fast,thread,process" + (
         ",upgrade" if args.flink.startswith("1.20.") else ""
@@ -209,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         wheel = args.wheel or build_wheel(Path(tmp))
         python = make_venv(args.venvs / f"flink-{args.flink}", wheel, args.flink, reuse=args.reuse)
         ok = check_bridge(python, wheel, args.flink)
-        ok = run_suites(python.parent.parent, wheel, suites.split(","), args.flink) and ok
+        venv = python.parent.parent
+        ok = run_suites(venv, wheel, suites.split(","), args.flink, args.pytest_args) and ok
     seconds = time.monotonic() - started
     log(f"apache-flink {args.flink}: {'passed' if ok else 'FAILED'} in {seconds:.0f} s")
     return 0 if ok else 1
