@@ -388,10 +388,6 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
     print(f"event log written: {size / 1e6:.1f} MB in {log_dir}")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def _child_run(python: str, kind: str, args: argparse.Namespace) -> dict[str, Any]:
     """One job of ``kind`` in a child process of ``python``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -442,3 +438,7 @@ def _versions(args: argparse.Namespace, show: Any) -> None:
         behind = (best - share) * 100
         flag = "  ** more than 10 points below the best **" if behind > 10 else ""
         print(f"{version}: {share:.0%}, {behind:.1f} points below the best{flag}")
+
+
+if __name__ == "__main__":
+    main()
