@@ -186,3 +186,14 @@ def test_every_supported_flink_but_2_3_has_an_operator_flink_version(minor: str)
     changed = copy.deepcopy(app)
     changed["spec"]["flinkVersion"] = OPERATOR_FLINK_VERSIONS[minor]
     validate(changed)
+
+
+def test_jvm_flags_are_those_of_the_docker_image() -> None:
+    """The docker config covers every supported Flink distribution's JDK 17 flags
+    (tests/docker/test_compose.py, run on each version); the pods get the same."""
+    docker = yaml.safe_load((REPO / "docker" / "config.yaml").read_text())
+    flags = set(docker["env.java.opts.all"].split())
+    assert "--add-exports=java.base/sun.net.util=ALL-UNNAMED" in flags  # 1.20's, 2.0's
+    for deployment in _flink(_documents(), "FlinkDeployment"):
+        conf = deployment["spec"]["flinkConfiguration"]
+        assert set(conf["env.java.opts.all"].split()) == flags

@@ -60,7 +60,10 @@ SMOKE = (
 #: Smoke tests that run in thread mode only (SQL agent_run is mode-independent).
 THREAD_ONLY = ("tests/sql/test_agent_run_flink.py",)
 #: Tests that need the chroma / mem0 extras (see the module docstring).
-NEEDS_EXTRAS = ("tests/runtime/test_long_term_memory.py",)
+NEEDS_EXTRAS = (
+    "tests/runtime/test_long_term_memory.py",
+    "tests/integrations/test_vector_stores.py",
+)
 #: Tests that install packages into venvs of their own, whatever PyFlink runs them (the
 #: wheel with apache-flink 2.3.0, with 1.19.3): the main suites run them once.
 OWN_VENVS = ("tests/packaging/test_wheel.py", "tests/versions/test_unsupported_pyflink.py")
