@@ -89,7 +89,7 @@ def test_task_identity_and_job_id_readers_have_a_java_context_branch() -> None:
 
 
 def test_importing_the_host_and_beam_prints_no_warning(tmp_path) -> None:
-    """Beam 2.48 (apache-flink 1.20, 2.0) imports pkg_resources, which setuptools 81+
+    """Beam 2.48 (what apache-flink 1.20 installs) imports pkg_resources, which setuptools 81+
     deprecates on stderr at every start; the host silences exactly that warning."""
     import subprocess
     import sys

@@ -112,7 +112,7 @@ def require_supported_version() -> tuple[int, int]:
 
 def quiet_known_warnings() -> None:
     """Silence a warning PyFlink's own dependencies print on supported versions, which says
-    nothing to a user: Beam 2.48 (apache-flink 1.20 and 2.0 pin it) imports
+    nothing to a user: Beam 2.48 (what apache-flink 1.20 installs) imports
     ``pkg_resources``, which setuptools 81+ (an unpinned dependency of apache-flink 1.20)
     deprecates with a ``UserWarning`` on stderr at every start (it broke the CLI's one-line
     errors). Only that message, only from Beam's modules."""
