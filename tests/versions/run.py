@@ -209,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         "--venvs", type=Path, default=REPO / ".versions", help="where the venvs are made"
     )
     parser.add_argument("--reuse", action="store_true", help="reuse a venv of the same wheel")
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only make the venv and check the bridge (a later --reuse run skips both)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args(argv)
     suites = args.suites or "fast,thread,process" + (
@@ -220,9 +225,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="flink-agents-wheel-") as tmp:
         wheel = args.wheel or build_wheel(Path(tmp))
         python = make_venv(args.venvs / f"flink-{args.flink}", wheel, args.flink, reuse=args.reuse)
-        ok = check_bridge(python, wheel, args.flink)
         venv = python.parent.parent
-        ok = run_suites(venv, wheel, suites.split(","), args.flink, args.pytest_args) and ok
+        checked = venv / ".flink-agents-bridge-checked"
+        stamp = (venv / ".flink-agents-wheel").read_text()
+        if args.reuse and checked.exists() and checked.read_text() == stamp:
+            ok = True  # checked when the venv was made for this wheel (--prepare)
+        else:
+            ok = check_bridge(python, wheel, args.flink)
+            if ok:
+                checked.write_text(stamp)
+        if not args.prepare:
+            ok = run_suites(venv, wheel, suites.split(","), args.flink, args.pytest_args) and ok
     seconds = time.monotonic() - started
     log(f"apache-flink {args.flink}: {'passed' if ok else 'FAILED'} in {seconds:.0f} s")
     return 0 if ok else 1
