@@ -1,6 +1,6 @@
 """The Flink host's fast paths without a cluster: each fallback warns once per job and says
 why, engaged paths are reported, and the PyFlink internals they read are found where
-PyFlink 2.3 keeps them (and a different PyFlink is named in a warning)."""
+the PyFlink versions it supports keep them (importing the host with another PyFlink fails)."""
 
 from __future__ import annotations
 
