@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from flink_agents.testing.ports import free_port
 from tests.cli.test_cli import cli
 from tests.flink import agents
-from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 

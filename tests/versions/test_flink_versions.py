@@ -11,7 +11,7 @@ from pyflink.table import EnvironmentSettings, Table, TableEnvironment, TableRes
 from flink_agents.errors import SqlError
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.sql import sql_session
-from tests.flink.harness import make_env
+from flink_agents.testing.minicluster import make_env
 
 pytestmark = pytest.mark.flink
 
