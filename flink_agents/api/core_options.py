@@ -165,14 +165,10 @@ def _identity(value: Any) -> Any:
 
 #: Every known option by key (aliases included).
 _OPTIONS: dict[str, ConfigOption[Any]] = {}
-#: Modules that define option holders; imported before a key is declared unknown, so their
-#: options are known even when nothing imported them yet. A missing module is skipped.
-_OPTION_MODULES: list[str] = [
-    "flink_agents.api.memory.long_term_memory",
-    "flink_agents.api.timeouts",
-    "flink_agents.api.approval",
-    "flink_agents.runtime.observability.event_log_options",
-]
+#: Entry point group naming the modules that declare options (pyproject.toml); each is
+#: imported before a key is declared unknown, so its options are known (and checked) even
+#: when nothing imported it yet. The API does not import the runtime's modules itself.
+OPTIONS_GROUP = "flink_agents.options"
 _imported_option_modules = False
 #: Key families an option holder reads by pattern (``event-log.type.<event type>.level``):
 #: ``(prefix, suffix) -> parse`` (raises ValueError for a bad value).
@@ -340,11 +336,18 @@ def _import_option_modules() -> None:
     if _imported_option_modules:
         return
     _imported_option_modules = True
-    for module in _OPTION_MODULES:
+    for module in option_modules():
         try:
             importlib.import_module(module)
         except ImportError:
             continue
+
+
+def option_modules() -> list[str]:
+    """The modules that declare options, from the ``flink_agents.options`` entry points."""
+    from importlib.metadata import entry_points
+
+    return sorted(point.value for point in entry_points(group=OPTIONS_GROUP))
 
 
 def _positive(v: Any) -> str | None:
@@ -486,6 +489,81 @@ class AgentExecutionOptions:
     RAG_ASYNC: ConfigOption[bool] = ConfigOption(
         key="rag.async", config_type=bool, default=True, no_effect=_ALWAYS_ASYNC
     )
+    AGENT_RUN_BEGIN_EVENT: ConfigOption[bool] = ConfigOption(
+        key="agent-run.begin-event",
+        config_type=bool,
+        default=False,
+        description="Send an _agent_run_begin_event (the key's short-term memory values) "
+        "before the first action of each run.",
+    )
+
+
+class ConditionEvaluationFailureStrategy(str, Enum):
+    """What happens when an action's trigger-condition expression fails on an event (a
+    missing attribute read without ``has()``, a type mismatch), as in Apache Flink Agents."""
+
+    #: Log a warning and treat that condition as false (later conditions still count).
+    WARN_AND_SKIP = "WARN_AND_SKIP"
+    #: Fail the run (and so the Flink task) with the evaluation error.
+    FAIL = "FAIL"
+
+
+class MemoryEventOptions:
+    """Which memory operations become memory events (as in Apache Flink Agents).
+
+    Each operation's switch is its own key if set, else the master switch
+    ``memory.generate-event`` if set, else its default: writes and long-term operations on,
+    short-term and sensory reads off.
+    """
+
+    MEMORY_GENERATE_EVENT: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event",
+        config_type=bool,
+        default=None,
+        description="Master switch of memory events (unset: each operation's default).",
+    )
+    SHORT_TERM_WRITE: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.short-term-write",
+        config_type=bool,
+        default=None,
+        description="Short-term memory writes as _short_term_write_event (default on).",
+    )
+    SHORT_TERM_READ: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.short-term-read",
+        config_type=bool,
+        default=None,
+        description="Short-term memory reads as _short_term_read_event (default off).",
+    )
+    SENSORY_WRITE: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.sensory-write",
+        config_type=bool,
+        default=None,
+        description="Sensory memory writes as _sensory_write_event (default on).",
+    )
+    SENSORY_READ: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.sensory-read",
+        config_type=bool,
+        default=None,
+        description="Sensory memory reads as _sensory_read_event (default off).",
+    )
+    LONG_TERM_UPDATE: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.long-term-update",
+        config_type=bool,
+        default=None,
+        description="Long-term memory adds and deletes as _long_term_update_event (default on).",
+    )
+    LONG_TERM_GET: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.long-term-get",
+        config_type=bool,
+        default=None,
+        description="Long-term memory gets as _long_term_get_event (default on).",
+    )
+    LONG_TERM_SEARCH: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.long-term-search",
+        config_type=bool,
+        default=None,
+        description="Long-term memory searches as _long_term_search_event (default on).",
+    )
 
 
 class AgentConfigOptions:
@@ -521,6 +599,22 @@ class AgentConfigOptions:
     )
     ACTION_STATE_STORE_BACKEND: ConfigOption[str | None] = ConfigOption(
         key="actionStateStoreBackend", config_type=str, no_effect=_ACTION_STORE
+    )
+    CONDITION_EVALUATION_FAILURE_STRATEGY: ConfigOption[ConditionEvaluationFailureStrategy] = (
+        ConfigOption(
+            key="action.trigger-condition.evaluate-failure-strategy",
+            config_type=ConditionEvaluationFailureStrategy,
+            default=ConditionEvaluationFailureStrategy.WARN_AND_SKIP,
+            description="What a trigger-condition expression that fails on an event does: "
+            "WARN_AND_SKIP (the condition is false) or FAIL (the run fails).",
+        )
+    )
+    EVENT_LISTENERS: ConfigOption[list[str] | None] = ConfigOption(
+        key="event-listeners",
+        config_type=list,
+        default=None,
+        description="Event listener classes (module.ClassName, no-argument constructor), "
+        "told of every event a run processes.",
     )
     KAFKA_BOOTSTRAP_SERVERS: ConfigOption[str] = ConfigOption(
         key="kafkaBootstrapServers",
@@ -579,12 +673,28 @@ class AgentConfiguration:
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {}
+        self._read_only = False
         for key, value in (values or {}).items():
             self.set_str(key, value)
+
+    def read_only(self) -> AgentConfiguration:
+        """This configuration, made read-only: a compiled plan's (``AgentPlan.get_config``)
+        is parsed once and shared by everything that reads it, so a change must go to the
+        environment's configuration before ``apply()``."""
+        self._read_only = True
+        return self
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ConfigurationError(
+                "this configuration belongs to a compiled agent plan and is read-only; set "
+                "options on the environment's configuration (get_config()) before apply()"
+            )
 
     # -- writing -------------------------------------------------------------------------------
     def set(self, option: ConfigOption[_T], value: _T) -> AgentConfiguration:
         """Set a typed option (checked)."""
+        self._check_writable()
         self._store(option, value)
         return self
 
@@ -595,6 +705,7 @@ class AgentConfiguration:
             ConfigurationError: a bad value, or a key that is no option but close to one
                 (a likely typo), naming the option.
         """
+        self._check_writable()
         option = _known_option(key)
         if option is not None:
             self._store(option, value)

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from flink_agents.api.resource_context import ResourceContext
 
 
 class ResourceType(str, Enum):
@@ -59,6 +61,23 @@ class Resource(BaseModel, ABC):
         default=None, exclude=True, repr=False
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_resource_context(cls, data: Any) -> Any:
+        # Upstream's way to make a resource by hand: resource_context=<a ResourceContext>.
+        if isinstance(data, dict) and "resource_context" in data:
+            data = dict(data)
+            context = data.pop("resource_context")
+            if context is not None and data.get("get_resource") is None:
+                data["get_resource"] = context.get_resource
+        return data
+
+    @property
+    def resource_context(self) -> ResourceContext:
+        """The resources this one may look up (as in Apache Flink Agents):
+        ``self.resource_context.get_resource(name, ResourceType.X)``."""
+        return _LookupContext(self)
+
     @classmethod
     @abstractmethod
     def resource_type(cls) -> ResourceType:
@@ -76,6 +95,18 @@ class Resource(BaseModel, ABC):
                 "created by an agent runtime; pass get_resource= when creating it by hand"
             )
         return self.get_resource(name, rtype)
+
+
+class _LookupContext(ResourceContext):
+    """``Resource.resource_context``: the resource's own lookup."""
+
+    __slots__ = ("_resource",)
+
+    def __init__(self, resource: Resource) -> None:
+        self._resource = resource
+
+    def get_resource(self, name: str, resource_type: ResourceType) -> Any:
+        return self._resource._lookup(name, resource_type)
 
 
 class SerializableResource(Resource, ABC):
@@ -167,6 +198,38 @@ class ResourceName:
         OPENAI_COMPLETIONS_SETUP = (
             "flink_agents.integrations.chat_models.openai.openai_chat_model.OpenAIChatModelSetup"
         )
+        AZURE_OPENAI_CONNECTION = (
+            "flink_agents.integrations.chat_models.azure.azure_openai_chat_model."
+            "AzureOpenAIChatModelConnection"
+        )
+        AZURE_OPENAI_SETUP = (
+            "flink_agents.integrations.chat_models.azure.azure_openai_chat_model."
+            "AzureOpenAIChatModelSetup"
+        )
+        VLLM_CONNECTION = (
+            "flink_agents.integrations.chat_models.vllm.vllm_chat_model.VLLMChatModelConnection"
+        )
+        VLLM_SETUP = "flink_agents.integrations.chat_models.vllm.vllm_chat_model.VLLMChatModelSetup"
+        TONGYI_CONNECTION = (
+            "flink_agents.integrations.chat_models.tongyi_chat_model.TongyiChatModelConnection"
+        )
+        TONGYI_SETUP = (
+            "flink_agents.integrations.chat_models.tongyi_chat_model.TongyiChatModelSetup"
+        )
+        BEDROCK_CONNECTION = (
+            "flink_agents.integrations.chat_models.bedrock.bedrock_chat_model."
+            "BedrockChatModelConnection"
+        )
+        BEDROCK_SETUP = (
+            "flink_agents.integrations.chat_models.bedrock.bedrock_chat_model.BedrockChatModelSetup"
+        )
+        GEMINI_CONNECTION = (
+            "flink_agents.integrations.chat_models.gemini.gemini_chat_model."
+            "GeminiChatModelConnection"
+        )
+        GEMINI_SETUP = (
+            "flink_agents.integrations.chat_models.gemini.gemini_chat_model.GeminiChatModelSetup"
+        )
         JAVA_WRAPPER_CONNECTION = (
             "flink_agents.api.chat_models.java_chat_model.JavaChatModelConnection"
         )
@@ -191,6 +254,38 @@ class ResourceName:
             "flink_agents.integrations.embedding_models.openai_embedding_model."
             "OpenAIEmbeddingModelSetup"
         )
+        AZURE_OPENAI_CONNECTION = (
+            "flink_agents.integrations.embedding_models.azure_openai_embedding_model."
+            "AzureOpenAIEmbeddingModelConnection"
+        )
+        AZURE_OPENAI_SETUP = (
+            "flink_agents.integrations.embedding_models.azure_openai_embedding_model."
+            "AzureOpenAIEmbeddingModelSetup"
+        )
+        BEDROCK_CONNECTION = (
+            "flink_agents.integrations.embedding_models."
+            "bedrock_embedding_model.BedrockEmbeddingModelConnection"
+        )
+        BEDROCK_SETUP = (
+            "flink_agents.integrations.embedding_models."
+            "bedrock_embedding_model.BedrockEmbeddingModelSetup"
+        )
+        GEMINI_CONNECTION = (
+            "flink_agents.integrations.embedding_models."
+            "gemini_embedding_model.GeminiEmbeddingModelConnection"
+        )
+        GEMINI_SETUP = (
+            "flink_agents.integrations.embedding_models."
+            "gemini_embedding_model.GeminiEmbeddingModelSetup"
+        )
+        TONGYI_CONNECTION = (
+            "flink_agents.integrations.embedding_models."
+            "tongyi_embedding_model.TongyiEmbeddingModelConnection"
+        )
+        TONGYI_SETUP = (
+            "flink_agents.integrations.embedding_models."
+            "tongyi_embedding_model.TongyiEmbeddingModelSetup"
+        )
         JAVA_WRAPPER_CONNECTION = (
             "flink_agents.api.embedding_models.java_embedding_model.JavaEmbeddingModelConnection"
         )
@@ -206,6 +301,35 @@ class ResourceName:
         )
         IN_MEMORY_VECTOR_STORE = (
             "flink_agents.integrations.vector_stores.in_memory_vector_store.InMemoryVectorStore"
+        )
+        MEM0_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.mem0.mem0_vector_store.Mem0VectorStore"
+        )
+        QDRANT_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.qdrant.qdrant_vector_store.QdrantVectorStore"
+        )
+        MILVUS_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.milvus.milvus_vector_store.MilvusVectorStore"
+        )
+        PGVECTOR_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.pgvector.pgvector_vector_store.PGVectorStore"
+        )
+        ELASTICSEARCH_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.elasticsearch."
+            "elasticsearch_vector_store.ElasticsearchVectorStore"
+        )
+        OPENSEARCH_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.elasticsearch."
+            "opensearch_vector_store.OpenSearchVectorStore"
+        )
+        REDIS_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.redis.redis_vector_store.RedisVectorStore"
+        )
+        JAVA_WRAPPER_VECTOR_STORE = (
+            "flink_agents.api.vector_stores.java_vector_store.JavaVectorStore"
+        )
+        JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE = (
+            "flink_agents.api.vector_stores.java_vector_store.JavaCollectionManageableVectorStore"
         )
 
     MCP_SERVER = "flink_agents.integrations.mcp.mcp.MCPServer"

@@ -285,15 +285,16 @@ CASES = [
         AGENT + "    chat_model_connections:\n      - {name: c, clazz: olama}\n",
         8,
         "agents[0].chat_model_connections[0].clazz",
-        "unknown chat_model_connections alias 'olama' (aliases: ['anthropic', 'ollama', "
-        "'openai'], or write a dotted class path); did you mean 'ollama'?",
+        "unknown chat_model_connections alias 'olama' (aliases: ['anthropic', 'azure_openai', "
+        "'bedrock', 'gemini', 'ollama', 'openai', 'tongyi', 'vllm'], or write a dotted class "
+        "path); did you mean 'ollama'?",
     ),
     (
         "upstream alias we lack",
-        AGENT + "    chat_model_setups:\n      - {name: s, clazz: vllm, connection: c, model: m}\n",
+        AGENT + "    chat_model_setups:\n      - {name: s, clazz: watsonx, connection: c}\n",
         8,
         "agents[0].chat_model_setups[0].clazz",
-        "'vllm' is an Apache Flink Agents integration flink-agents does not have",
+        "'watsonx' is an Apache Flink Agents integration flink-agents does not have",
     ),
     (
         "class not importable",
@@ -418,10 +419,10 @@ CASES = [
     ),
     (
         "condition expression",
-        AGENT.replace("listen_to: [input]", "trigger_conditions: ['type == \"x\" && ready']"),
+        AGENT.replace("listen_to: [input]", "trigger_conditions: ['type == \"x\" &&']"),
         6,
         "agents[0].actions[0].trigger_conditions[0]",
-        "is a condition expression; flink-agents supports event types only",
+        "expected an expression, found the end (column 15)",
     ),
     (
         "event alias typo",
@@ -477,11 +478,11 @@ CASES = [
         "names an Apache Flink Agents Java integration",
     ),
     (
-        "java vector store",
-        AGENT + "    vector_stores:\n      - {name: v, clazz: com.example.Store, type: java}\n",
+        "java mcp server",
+        AGENT + "    mcp_servers:\n      - {name: v, clazz: com.example.Server, type: java}\n",
         8,
-        "agents[0].vector_stores[0].type",
-        "type: java is not supported for vector_stores",
+        "agents[0].mcp_servers[0].type",
+        "type: java is not supported for mcp_servers",
     ),
 ]
 
@@ -663,3 +664,26 @@ def test_a_python_agent_applied_with_broken_shared_yaml_resources(tmp_path):
         env.from_list([]).apply(CounterAgent())
     assert (info.value.line, info.value.field) == (2, "chat_model_setups[0].connection")
     assert "neither the agent nor the environment" in str(info.value)
+
+
+def test_trigger_condition_expressions_in_yaml(tmp_path):
+    """Upstream main's YAML ``trigger_conditions``: exact types and CEL expressions, ORed."""
+    path = _write(
+        tmp_path,
+        f"""
+        agents:
+          - name: conditional
+            actions:
+              - name: relay
+                function: {F}:relay
+                trigger_conditions: [input]
+              - name: finish
+                function: {F}:finish
+                trigger_conditions:
+                  - 'type == "relayed" && value > 5'
+                  - 'type == "relayed" && value == 0'
+        """,
+    )
+    env = _env()
+    env.load_yaml(path)
+    assert _run(env, "conditional", [9, 3, 0]) == [{"relayed": 9}, {"relayed": 0}]

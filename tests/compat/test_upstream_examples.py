@@ -14,8 +14,8 @@ from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.tools.tool import Tool
+from flink_agents.testing.servers import Reply, Request, ScriptedServer
 from tests.compat import upstream_examples as ex
-from tests.integrations.fake_servers import Reply, Request, ScriptedServer
 
 EXPECTED_ANALYSES = [
     {"id": "p1", "score": 5, "reasons": []},
@@ -94,7 +94,8 @@ def test_quickstart_agents_and_unified_events_run_on_a_minicluster(tmp_path, mon
     from pyflink.common import Configuration, Types
     from pyflink.datastream import StreamExecutionEnvironment
 
-    from tests.flink.harness import MODE, collect
+    from flink_agents.testing.minicluster import collect
+    from tests.flink.harness import MODE
 
     _write_conf(tmp_path)
     env = StreamExecutionEnvironment.get_execution_environment(Configuration())

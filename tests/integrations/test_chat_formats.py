@@ -25,10 +25,10 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelSetup,
 )
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing import servers as fs
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
-from tests.integrations import fake_servers as fs
 from tests.integrations.agents import FAST, ChatAgent
-from tests.integrations.fake_servers import Reply, ScriptedServer
 
 SCHEMA = {"title": "Verdict", "type": "object", "properties": {"ok": {"type": "boolean"}}}
 
@@ -230,7 +230,12 @@ def test_anthropic_request_system_tools_and_merged_tool_results():
     with ScriptedServer([Reply(fs.anthropic_reply("14", thinking="adding"))]) as server:
         conn = AnthropicChatModelConnection(base_url=server.url, api_key="sk-ant-xyz-123", **FAST)
         setup = _setup(
-            AnthropicChatModelSetup, conn, model="claude-x", max_tokens=77, tools=["add"]
+            AnthropicChatModelSetup,
+            conn,
+            model="claude-x",
+            max_tokens=77,
+            tools=["add"],
+            structured_output="prompt",
         )
         reply = setup.chat(LOOP, output_schema=SCHEMA)
     q = server.requests[0]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from flink_agents.testing.ports import free_port
 from tests.observability import agents
 from tests.observability.agents import SECRET, dump, tool_agent
-from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 
@@ -35,7 +35,8 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
     from pyflink.datastream import StreamExecutionEnvironment
 
     from flink_agents.api.execution_environment import AgentsExecutionEnvironment
-    from tests.flink.harness import MODE, source
+    from flink_agents.testing.minicluster import source
+    from tests.flink.harness import MODE
 
     port = free_port()
     conf = Configuration()

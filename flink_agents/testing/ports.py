@@ -1,14 +1,20 @@
-"""Free TCP ports for the tests that start real servers and clusters on 127.0.0.1."""
+"""Free TCP ports on 127.0.0.1 for tests that start real servers and clusters.
+
+:func:`free_port` gives any free port; :func:`held_port` gives exclusive use of a fixed one
+(a server that must listen where an unchanged configuration expects it, such as Ollama's
+default ``localhost:11434``) among the test runs of one machine.
+"""
 
 from __future__ import annotations
 
-import fcntl
 import socket
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+__all__ = ["free_port", "held_port"]
 
 
 def free_port() -> int:
@@ -26,14 +32,19 @@ def free_port() -> int:
 def held_port(port: int, *, wait: float = 300.0) -> Iterator[None]:
     """Exclusive use of the fixed ``port`` among the test runs of this machine.
 
-    For a server that must listen where an unchanged configuration expects it (Ollama's
-    default ``localhost:11434``). Test runs of several checkouts take turns through a lock
-    file instead of failing on a taken port.
+    Test runs of several checkouts take turns through a lock file in the temp directory
+    instead of failing on a taken port. Unix only (``fcntl``).
+
+    Args:
+        port: the port to hold.
+        wait: seconds to wait for another run to let it go.
 
     Raises:
         RuntimeError: another run held the port for longer than ``wait`` seconds, or a
             program that is not a test (a real Ollama?) listens on it.
     """
+    import fcntl  # Unix only: imported here so that the module imports everywhere
+
     lock_path = Path(tempfile.gettempdir()) / f"flink-agents-test-port-{port}.lock"
     with open(lock_path, "w") as lock:
         deadline = time.monotonic() + wait
@@ -56,7 +67,7 @@ def held_port(port: int, *, wait: float = 300.0) -> Iterator[None]:
                 except OSError as exc:
                     raise RuntimeError(
                         f"port {port} is taken by another program ({exc.strerror}); this "
-                        "test serves a model there: stop that program (a real Ollama?)"
+                        "test serves there: stop that program (a real Ollama?)"
                     ) from None
             yield
         finally:
