@@ -9,8 +9,8 @@ MODEL_STAMP := $(VENV)/.local-llm
 # Portable llama.cpp build (AVX2/FMA, no -march=native): same speed, runs on any x86-64 v3.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench dist clean browser stores docs docs-serve
+.PHONY: venv test test-fast test-props test-flink test-flink-thread test-flink-process lint \
+	format java model demo bench dist clean browser stores docs docs-serve
 
 venv: $(STAMP)
 
@@ -47,6 +47,14 @@ stores:
 
 test-fast: venv java
 	$(PY) -m pytest -m "not flink" -q
+
+## The per-key protocol's property tests with a long budget (the fast suite runs a fixed,
+## derandomized 200 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
+## with hypothesis' statistics (examples tried, how often each transition was reached).
+PROPS_EXAMPLES ?= 20000
+test-props: venv
+	FLINK_AGENTS_PROPS=long FLINK_AGENTS_PROPS_EXAMPLES=$(PROPS_EXAMPLES) $(PY) -m pytest \
+	  tests/runtime/test_sequencing_props.py -q -p no:randomly --hypothesis-show-statistics
 
 ## Flink tests run in both python.execution-mode values (thread is the default).
 test-flink: test-flink-thread test-flink-process

@@ -20,7 +20,6 @@ and a branch in each host.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple, Protocol
 
@@ -283,7 +282,8 @@ class KeySequencer:
       place and calls ``placed()``;
     - ``restore(items, durable, emitted)`` once, first, when keyed state holds inputs of the
       key from before a restore;
-    - ``next_run()`` / ``finished(item, outcome)`` on the chain (after ``STARTED``);
+    - ``next_run()``, then ``finished(item, outcome)`` after each run, on the chain (after
+      ``STARTED``): each answers the chain's next step;
     - ``collect()`` to commit what finished, ``respond(response)`` for an approval response,
       ``expire(now)`` when the key's timer fires.
 
@@ -322,14 +322,15 @@ class KeySequencer:
         self._logs: dict[str, Log] | None = None
         self._approval: _Approval | None = None
         if first is None:
-            #: Inputs with an in-flight place, next to run first.
-            self._runnable: deque[Any] = deque()
+            #: Inputs with an in-flight place, next to run first (a list: cheaper to make
+            #: than a deque, and a key's queue is short: at most its places and held inputs).
+            self._runnable: list[Any] = []
             #: Whether a chain runs the key (between STARTED and the Stop it ends with).
             self._chain_on = False
             #: In-flight places the key holds: its ready inputs and its running one.
             self._places = 0
         else:
-            self._runnable = deque((first,))
+            self._runnable = [first]
             self._chain_on = True
             self._places = 1
 
@@ -418,7 +419,7 @@ class KeySequencer:
             approval.resuming = None
             self._mode = NORMAL
             held = approval.held
-            self._runnable.appendleft(item)
+            self._runnable[:0] = [item]
             self._runnable.extend(held)
             extra = len(held)
             approval.held = []
@@ -525,54 +526,56 @@ class KeySequencer:
 
     # -- the chain (the loop thread, the local key's task) -----------------------------------
     def next_run(self) -> Run | Stop:
-        """The chain's next step. A :class:`Stop` ends the chain (a new one starts with the
-        next ``STARTED``)."""
+        """The first step of a chain (the later ones come from :meth:`finished`). A
+        :class:`Stop` ends the chain (a new one starts with the next ``STARTED``)."""
         if not self._chain_on or self._current is not None:
             raise RuntimeError(f"next_run() on key {self.key!r} outside its chain")
-        ready = self._runnable
-        if self._mode is NORMAL:
-            if ready:
-                item = ready.popleft()
-                logs = self._logs
-                run = self._current = _new(Run, (item, logs.pop(item.id, None) if logs else None))
-                return run
-            self._chain_on = False
-            return _STOP
+        if self._mode is not NORMAL:
+            return self._stop()
+        runnable = self._runnable
+        if runnable:
+            item = runnable.pop(0)
+            logs = self._logs
+            run = self._current = _new(Run, (item, logs.pop(item.id, None) if logs else None))
+            return run
         self._chain_on = False
-        count = len(ready)
-        if not count:
-            return _STOP
-        self._places -= count
-        if self._mode is not FAILED:
-            # A run waits for a decision: the inputs queued behind it wait without places.
-            assert self._approval is not None
-            self._approval.held[:0] = ready
-        ready.clear()
-        return Stop(count)
+        return _STOP
 
-    def finished(self, item: Input, outcome: RunResult | BaseException) -> Decision | None:
+    def finished(self, item: Input, outcome: RunResult | BaseException) -> Run | Stop:
         """The run of ``item`` ended with ``outcome`` (a result, or the exception it raised);
-        its in-flight place is free. Returns the decision it will be collected as (None: a
-        pause), so that the chain can carry a finished run's memory on to the next."""
+        its in-flight place is free. Returns the chain's next step, as :meth:`next_run`.
+
+        A paused result changes no memory (the resumed run makes its changes), so the chain
+        may carry any result's memory on to the next run.
+        """
         run = self._current
         if run is None or run[0] is not item:
             raise RuntimeError(f"finished() for an input of key {self.key!r} that is not running")
         self._current = None
         self._places -= 1
-        decision: Decision | None
         if not isinstance(outcome, RunResult):
             self._mode = FAILED
-            decision = Fail(item, outcome)
-        elif outcome.approval is None:
-            decision = _new(Commit, (item, outcome))
-        else:
+            self._finished.append(Fail(item, outcome))
+            return self._stop()
+        if outcome.approval is not None:
             self._mode = HALTED
             if self._approval is None:
                 self._approval = _Approval()
             self._approval.paused = PausedRun.of(item, run[1], outcome)
-            decision = None
-        self._finished.append(decision)
-        return decision
+            self._finished.append(None)
+            return self._stop()
+        self._finished.append(_new(Commit, (item, outcome)))
+        # The next step, as next_run (written out: this is every run's path).
+        runnable = self._runnable
+        if runnable and self._mode is NORMAL:
+            item = runnable.pop(0)
+            logs = self._logs
+            run = self._current = _new(Run, (item, logs.pop(item.id, None) if logs else None))
+            return run
+        if self._mode is not NORMAL:
+            return self._stop()
+        self._chain_on = False
+        return _STOP
 
     def cancelled(self) -> None:
         """The chain was cancelled (the task stops; nothing of it will be committed, and
@@ -583,6 +586,21 @@ class KeySequencer:
         self._current = None
 
     # -- helpers ----------------------------------------------------------------------------
+    def _stop(self) -> Stop:
+        """End the chain of a key whose run failed or waits for a decision: its queued
+        inputs give their places back (held behind the decision, or left to the restore)."""
+        self._chain_on = False
+        runnable = self._runnable
+        count = len(runnable)
+        if not count:
+            return _STOP
+        self._places -= count
+        if self._mode is not FAILED:
+            assert self._approval is not None
+            self._approval.held[:0] = runnable
+        runnable.clear()
+        return Stop(count)
+
     def _answer(self, response: ApprovalResponse) -> Decision:
         paused = self.paused
         problem = response_problem(

@@ -79,8 +79,7 @@ def _settled(outcome: Any, *, persist: bool = True) -> KeyWork:
     seq.arrive(item)
     seq.placed()
     seq.next_run()
-    seq.finished(item, outcome)
-    assert isinstance(seq.next_run(), Stop)
+    assert isinstance(seq.finished(item, outcome), Stop)
     return work
 
 

@@ -60,25 +60,47 @@ def _arrive_and_place(seq: KeySequencer, item: Item) -> str:
     return seq.placed().action
 
 
-def _run(seq: KeySequencer, outcome: Any = None) -> Item:
-    """The chain's next step is a run: finish it (by default successfully)."""
-    step = seq.next_run()
-    assert isinstance(step, Run), step
-    seq.finished(step.item, _ok(step.item) if outcome is None else outcome)
-    return step.item  # type: ignore[no-any-return]
+class Chain:
+    """Drives a key's chain as a host does: ``next_run`` first, then each ``finished``
+    answers the next step."""
+
+    def __init__(self, seq: KeySequencer) -> None:
+        self.seq = seq
+        self.step: Run | Stop | None = None
+
+    def peek(self) -> Run | Stop:
+        """The chain's next step (the first: ``next_run``)."""
+        if self.step is None:
+            self.step = self.seq.next_run()
+        return self.step
+
+    def run(self, outcome: Any = None) -> Item:
+        """The next step is a run: finish it (by default successfully)."""
+        step = self.peek()
+        assert isinstance(step, Run), step
+        self.step = self.seq.finished(step.item, _ok(step.item) if outcome is None else outcome)
+        return step.item  # type: ignore[no-any-return]
+
+    def stop(self) -> Stop:
+        """The next step ends the chain."""
+        step = self.peek()
+        assert isinstance(step, Stop), step
+        self.step = None
+        return step
 
 
 def test_inputs_run_one_at_a_time_on_one_chain_and_commit_in_order() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     a, b, c = Item("a"), Item("b"), Item("c")
     assert _arrive_and_place(seq, a) == STARTED
     assert seq.state == "running" and seq.places == 1
     # Later inputs join the running chain: no second chain, no host round trip.
     assert _arrive_and_place(seq, b) == JOINED
-    assert _run(seq) is a
+    assert chain.run() is a
     assert _arrive_and_place(seq, c) == JOINED
-    assert [_run(seq), _run(seq)] == [b, c]
-    assert seq.next_run() == Stop(0)
+    assert [chain.run(), chain.run()] == [b, c]
+    assert chain.stop() == Stop(0)
     assert seq.state == "settled" and seq.places == 0 and not seq.done
     decisions = seq.collect()
     assert [type(d) for d in decisions] == [Commit] * 3
@@ -105,13 +127,14 @@ def test_a_chain_cannot_be_driven_outside_its_turn() -> None:
 
 def test_a_failure_stops_the_chain_and_refuses_later_inputs() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     a, b, c = Item("a"), Item("b"), Item("c")
     _arrive_and_place(seq, a)
     _arrive_and_place(seq, b)
     error = ValueError("boom")
-    _run(seq, error)
+    chain.run(error)
     # b's place goes back; it is not run (it stays in the host's pending state).
-    assert seq.next_run() == Stop(1) and seq.places == 0
+    assert chain.stop() == Stop(1) and seq.places == 0
     assert seq.arrive(c) is Arrival.REFUSE
     [fail] = seq.collect()
     assert fail == Fail(a, error) and seq.state == "failed" and not seq.done
@@ -119,22 +142,24 @@ def test_a_failure_stops_the_chain_and_refuses_later_inputs() -> None:
 
 def test_an_input_placed_after_its_chain_failed_is_refused() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     _arrive_and_place(seq, Item("a"))
     assert seq.arrive(Item("b")) is Arrival.PLACE  # the host now waits for a place...
-    _run(seq, ValueError("boom"))  # ...while the chain fails
+    chain.run(ValueError("boom"))  # ...while the chain fails
     assert seq.placed().action == REFUSED
 
 
 def test_a_pause_holds_later_inputs_without_places_until_the_response() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     a, b, c, d = Item("a"), Item("b"), Item("c"), Item("d")
     request = _request()
     _arrive_and_place(seq, a)
     _arrive_and_place(seq, b)
-    _run(seq, _paused(request))
+    chain.run(_paused(request))
     assert seq.state == "halted"
     # Queued behind the pause: b gives its place back; inputs arriving now take none.
-    assert seq.next_run() == Stop(1)
+    assert chain.stop() == Stop(1)
     assert seq.arrive(c) is Arrival.HOLD
     [pause] = seq.collect()
     assert pause == Pause(a, _paused(request), emit=True) and pause.request is request  # type: ignore[attr-defined]
@@ -156,31 +181,33 @@ def test_a_pause_holds_later_inputs_without_places_until_the_response() -> None:
     # The resumed input takes a place (waiting for it); the held ones take theirs at once.
     placement = seq.placed()
     assert (placement.action, placement.extra) == (STARTED, 3) and seq.places == 4
-    step = seq.next_run()
+    step = chain.peek()
     assert isinstance(step, Run) and step.item is a
     assert step.durable == {"1": _paused(request).durable_records["1"], "2": resume.record}
-    seq.finished(a, _ok(a))
-    assert [_run(seq), _run(seq), _run(seq)] == [b, c, d]
-    assert seq.next_run() == Stop(0)
+    chain.run()
+    assert [chain.run(), chain.run(), chain.run()] == [b, c, d]
+    assert chain.stop() == Stop(0)
     assert [d.item for d in seq.collect()] == [a, b, c, d]  # type: ignore[attr-defined]
     assert seq.done
 
 
 def test_an_input_placed_while_its_key_paused_is_held_and_its_place_given_back() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     _arrive_and_place(seq, Item("a"))
     assert seq.arrive(Item("b")) is Arrival.PLACE  # the host waits for a place...
-    _run(seq, _paused(_request()))  # ...while the run pauses
+    chain.run(_paused(_request()))  # ...while the run pauses
     assert seq.placed().action == GIVE_BACK and seq.held == 1
 
 
 def test_a_request_past_its_deadline_is_rejected_at_the_keys_timer() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     request = _request(expires_at=100.0)
     _arrive_and_place(seq, Item("a"))
-    _run(seq, _paused(request))
+    chain.run(_paused(request))
     assert seq.expire(200.0) is None  # not paused yet as far as the host knows
-    seq.next_run()
+    chain.stop()
     seq.collect()
     assert seq.expire(99.9) is None
     resume = seq.expire(100.0)
@@ -191,6 +218,7 @@ def test_a_request_past_its_deadline_is_rejected_at_the_keys_timer() -> None:
 
 def test_a_restore_runs_the_pending_inputs_first_with_their_records() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     a, b, new = Item("a"), Item("b"), Item("new")
     records = {"a": {"1": DurableRecord("f", result=1)}}
     restored = seq.restore([a, b], records, None)
@@ -199,16 +227,17 @@ def test_a_restore_runs_the_pending_inputs_first_with_their_records() -> None:
     assert seq.arrive(new) is Arrival.PLACE  # a new input waits behind the restored ones
     assert seq.placed().action == JOINED
     assert seq.placed().action == JOINED
-    step = seq.next_run()
+    step = chain.peek()
     assert isinstance(step, Run) and step.item is a and step.durable == records["a"]
-    seq.finished(a, _ok(a))
-    assert [_run(seq), _run(seq)] == [b, new]
+    chain.run()
+    assert [chain.run(), chain.run()] == [b, new]
     with pytest.raises(RuntimeError, match="has inputs already"):
         seq.restore([a], {}, None)
 
 
 def test_a_restored_pause_is_not_emitted_again_and_an_early_response_is_kept() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     a = Item("a")
     request = _request()
     records = {"a": _paused(request).durable_records}
@@ -219,10 +248,8 @@ def test_a_restored_pause_is_not_emitted_again_and_an_early_response_is_kept() -
     assert save == SaveDecision(
         "a", "2", DurableRecord(APPROVAL_DECISION, result=request.approve())
     )
-    step = seq.next_run()
-    assert isinstance(step, Run)
-    seq.finished(a, _paused(request))  # replayed up to the request: it pauses again
-    seq.next_run()
+    chain.run(_paused(request))  # replayed up to the request: it pauses again
+    chain.stop()
     pause, resume = seq.collect()
     assert isinstance(pause, Pause) and pause.emit is False  # the key emitted it already
     assert isinstance(resume, Resume) and resume.item is a
@@ -230,14 +257,15 @@ def test_a_restored_pause_is_not_emitted_again_and_an_early_response_is_kept() -
 
 def test_early_responses_beyond_the_first_are_dropped_when_the_run_pauses() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     a = Item("a")
     request = _request()
     seq.restore([a], {"a": _paused(request).durable_records}, "r1")
     seq.placed()
     seq.respond(request.approve())
     assert seq.respond(request.reject("late")) != []  # saved too (the last one wins in state)
-    _run(seq, _paused(request))
-    seq.next_run()
+    chain.run(_paused(request))
+    chain.stop()
     pause, resume, drop = seq.collect()
     assert isinstance(resume, Resume) and resume.record.result.approved
     assert isinstance(drop, Drop) and "answered already" in drop.reason
@@ -266,8 +294,9 @@ def test_a_response_to_a_key_without_work_is_dropped() -> None:
 
 def test_a_cancelled_chain_stops() -> None:
     seq = KeySequencer("k")
+    chain = Chain(seq)
     _arrive_and_place(seq, Item("a"))
     _arrive_and_place(seq, Item("b"))
-    seq.next_run()
+    chain.peek()
     seq.cancelled()
     assert seq.state == "idle" and list(seq.collect()) == []

@@ -123,6 +123,8 @@ class SequencingMachine(RuleBasedStateMachine):
         self.seqs: dict[str, KeySequencer] = {}
         self.mirrors: dict[str, Mirror] = {}
         self.running: dict[str, tuple[Item, dict[str, DurableRecord] | None]] = {}
+        #: Keys whose chain started and has not taken its first step (next_run) yet.
+        self.starting: set[str] = set()
         self.in_flight = 0
         self.failures = 0
         self.clock = 1000.0
@@ -206,6 +208,8 @@ class SequencingMachine(RuleBasedStateMachine):
             mirror.resuming = None
             mirror.mode = "normal"
             self.in_flight += placement.extra
+            if placement.action == STARTED:
+                self.starting.add(key)
             if placement.extra:
                 event("resume: held inputs take places at once")
             if self.in_flight > BOUND:
@@ -215,6 +219,8 @@ class SequencingMachine(RuleBasedStateMachine):
         if mirror.mode == "normal":
             assert placement.action in (STARTED, JOINED)
             mirror.queue.append((item_id, True, False))
+            if placement.action == STARTED:
+                self.starting.add(key)
         elif mirror.mode == "failed":
             assert placement.action == REFUSED
             event("placed: refused")
@@ -236,13 +242,16 @@ class SequencingMachine(RuleBasedStateMachine):
         raise Deadlock("the slot is full and no chain can go on")
 
     def _chain(self, key: str) -> bool:
-        """One chain step of ``key`` (if its chain runs and no run is in progress)."""
-        seq = self.seqs[key]
+        """The first step of ``key``'s chain, if a chain started and has not taken it."""
+        if key not in self.starting:
+            return False
+        self.starting.discard(key)
+        return self._step(key, self.seqs[key].next_run())
+
+    def _step(self, key: str, step: Run | Stop) -> bool:
+        """The chain's next step (from next_run or finished); whether it freed places or
+        started a run."""
         mirror = self.mirrors[key]
-        try:
-            step = seq.next_run()
-        except RuntimeError:
-            return False  # no chain
         if isinstance(step, Stop):
             placed = [q for q in mirror.queue if q[1]]
             assert step.release == len(placed)
@@ -264,6 +273,7 @@ class SequencingMachine(RuleBasedStateMachine):
         return True
 
     def _finish(self, key: str, *, fail: bool) -> None:
+        """The key's run ends; the chain goes on with the step the protocol answers."""
         item, log = self.running.pop(key)
         mirror = self.mirrors[key]
         mirror.running = None
@@ -276,8 +286,9 @@ class SequencingMachine(RuleBasedStateMachine):
             self.live[item.id] = {**(log or {}), **outcome.durable_records}
             if outcome.approval is not None:
                 mirror.mode = "halted"
-        self.seqs[key].finished(item, outcome)
+        step = self.seqs[key].finished(item, outcome)
         self.in_flight -= 1
+        self._step(key, step)
 
     def _apply(self, key: str, decisions: Any) -> None:
         for decision in decisions:
@@ -338,6 +349,7 @@ class SequencingMachine(RuleBasedStateMachine):
         self.seqs.clear()
         self.mirrors.clear()
         self.running.clear()
+        self.starting.clear()
         self.live.clear()
         self.in_flight = 0
 
@@ -389,6 +401,7 @@ class SequencingMachine(RuleBasedStateMachine):
         if key in self.seqs and seq.done:
             assert not self.pending[key], "a key went idle with uncommitted inputs"
             del self.seqs[key], self.mirrors[key]
+            assert key not in self.starting and key not in self.running
 
     @rule(
         key=st.sampled_from(KEYS),

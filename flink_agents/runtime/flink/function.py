@@ -18,7 +18,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
@@ -420,10 +420,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         with work.lock:
             placement = work.seq.placed()
             action = placement.action
+            if placement.extra:
+                # Before a running chain can take them: their runs give the places back.
+                slot.take_places(placement.extra)
             if action is STARTED:
                 work.set_busy()
-        if placement.extra:
-            slot.take_places(placement.extra)
         if action is STARTED:
             slot.start(work)
         elif action is not JOINED:
@@ -567,14 +568,13 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(
-        self, work: KeyWork, decisions: Iterable[Decision], ctx: Any = None
+        self, work: KeyWork, decisions: Sequence[Decision], ctx: Any = None
     ) -> Iterator[Any]:
         """Do what the key's protocol decided about its finished runs, in input order: emit
         and commit, pause, fail (``ctx``: the function's context, for timers)."""
         state = self.state
         assert state is not None
         packed = self.packed
-        committed: set[str] | None = None
         for decision in decisions:
             if type(decision) is Commit:
                 item, result = decision
@@ -588,18 +588,16 @@ class AgentProcessFunction(KeyedProcessFunction):
                 else:
                     for output in result.outputs:
                         yield (item.ts, output)
-                if committed is None:
-                    committed = {item.id}
-                else:
-                    committed.add(item.id)
             elif isinstance(decision, Pause):
                 yield from self._pause(work, decision, ctx)
             elif isinstance(decision, Fail):
                 raise decision.error
             else:
                 self._apply(work, decision, ctx)
-        if committed and (work.stored or work.persisted or work.live):
-            self._forget(work, committed)
+        if work.stored or work.persisted or work.live:
+            committed = {d.item.id for d in decisions if type(d) is Commit}
+            if committed:
+                self._forget(work, committed)
 
     def _apply(self, work: KeyWork, decision: Decision, ctx: Any) -> None:
         """Do what the key's protocol decided about an approval response or a deadline."""

@@ -25,7 +25,7 @@ from flink_agents.errors import TaskCancelledError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, DurableRecord, RunResult
 from flink_agents.runtime.flink import gated_loop
-from flink_agents.runtime.sequencing import Commit, KeySequencer, Stop
+from flink_agents.runtime.sequencing import KeySequencer, Stop
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -365,18 +365,15 @@ class SlotRuntime:
     async def _chain(self, work: KeyWork) -> None:
         """Run the key's inputs as its protocol hands them out, until it says stop."""
         seq = work.seq
+        persist = work.persist_memory
         try:
+            with work.lock:
+                step = seq.next_run()
+                if isinstance(step, Stop):  # a chain started with nothing to run
+                    self._stopped(work, step)
+                    return
+                memory = work.memory if persist else {}
             while True:
-                with work.lock:
-                    step = seq.next_run()
-                    if isinstance(step, Stop):
-                        if step.release:
-                            # Queued inputs that will not run now (held behind a paused
-                            # run, or behind a failure): their places go back.
-                            self.release_unstarted(step.release)
-                        work.set_idle()
-                        return
-                    memory = work.memory if work.persist_memory else {}
                 item = step.item
                 started = time.monotonic()
                 outcome: RunResult | BaseException
@@ -391,9 +388,17 @@ class SlotRuntime:
                 except Exception as exc:  # noqa: BLE001 - handed to the operator, which raises
                     outcome = exc
                 with work.lock:
-                    if type(seq.finished(item, outcome)) is Commit and work.persist_memory:
-                        work.memory = outcome.applied_to(memory)  # type: ignore[union-attr]
+                    if not persist:
+                        memory = {}
+                    elif isinstance(outcome, RunResult):
+                        # The next run starts from the memory this one produced.
+                        work.memory = memory = outcome.applied_to(memory)
+                    step = seq.finished(item, outcome)
+                    if isinstance(step, Stop):
+                        self._stopped(work, step)
                 self._release(time.monotonic() - started)
+                if isinstance(step, Stop):
+                    return
         except asyncio.CancelledError:
             # The slot was cancelled (cancel()): the chain stops where it is; nothing of it
             # will be committed, a restore runs its inputs again.
@@ -407,6 +412,14 @@ class SlotRuntime:
                 idle = self._running_chains == 0
             if idle and self._close_requested:
                 self._shutdown()
+
+    def _stopped(self, work: KeyWork, stop: Stop) -> None:
+        """The key's chain ends (the caller holds ``work.lock``)."""
+        if stop.release:
+            # Queued inputs that will not run now (held behind a paused run, or behind a
+            # failure): their places go back.
+            self.release_unstarted(stop.release)
+        work.set_idle()
 
     # -- closing -----------------------------------------------------------------------------
     def close(self) -> None:

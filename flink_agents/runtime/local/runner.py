@@ -17,7 +17,9 @@ shares it with ``durable_execute_async``; nothing here makes a pool of its own.
 
 Within a batch, inputs of one key run one after another in input order; different keys run
 concurrently on the loop (bounded by ``max-in-flight``), so keys waiting on a model do not
-hold up others.
+hold up others. What runs when is decided by each key's
+:class:`~flink_agents.runtime.sequencing.KeySequencer` (the Flink host's too); this module
+keeps memory in dicts, runs what it says and collects the results.
 
 Approval (:mod:`flink_agents.api.approval`): a run that pauses for a decision gives a result
 whose one output is the ``ApprovalRequest``; the key's later inputs wait (across batches)
@@ -169,8 +171,8 @@ class LocalRunner:
                 if seq.arrive(_Input(str(self._counter), value)) is Arrival.PLACE:
                     await places.acquire()
                     await self._placed(seq, places, out)
-                # HOLD: it waits behind the key's paused run; REFUSE cannot happen here (a
-                # failed run fails the batch).
+                # HOLD: it waits behind the key's paused run. (REFUSE comes after a failed
+                # run, which has failed the batch already.)
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
         try:
@@ -199,11 +201,8 @@ class LocalRunner:
         """Run the key's inputs as its protocol hands them out, committing each at once (the
         next run reads the memory it wrote)."""
         key = seq.key
-        while True:
-            step = seq.next_run()
-            if isinstance(step, Stop):
-                places.release(step.release)
-                return
+        step = seq.next_run()
+        while not isinstance(step, Stop):
             memory = self._load(key)
             outcome: RunResult | BaseException
             try:
@@ -212,9 +211,10 @@ class LocalRunner:
                 )
             except Exception as exc:  # noqa: BLE001 - the Fail decision raises it
                 outcome = exc
-            seq.finished(step.item, outcome)
+            step = seq.finished(step.item, outcome)
             places.release(1)
             await self._apply(seq, seq.collect(), places, out, memory)
+        places.release(step.release)
 
     async def _apply(
         self,
