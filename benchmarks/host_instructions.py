@@ -89,7 +89,8 @@ def _instructions(records: int, args: argparse.Namespace) -> int:
         # A fixed hash seed: string hashes (dict and set layouts) are the same in each run.
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         subprocess.run(command, check=True, capture_output=True, cwd=ROOT, env=env)
-        text = open(out).read()
+        with open(out) as file:
+            text = file.read()
     match = re.search(r"^(?:summary|totals): (\d+)", text, re.MULTILINE)
     assert match, "no totals in callgrind's output"
     return int(match.group(1))
