@@ -16,7 +16,8 @@ state, and the job is stopped with a savepoint. Then a job of the same topology 
 from the retained checkpoint and one from the savepoint: the time until every task is
 RUNNING (state restored) is the restore time; a job started empty gives the zero.
 
-Reported per keys x backend x job: records/s while processing (first input to last output),
+Reported per keys x backend x job: records/s while processing (first input to last output), JVM
+CPU per record (thread mode: Python inside; the job's start-up included),
 the full state's last checkpoint (size, incremental size, duration), the savepoint's
 size, the restore times, and the JVM's resident memory and heap after a GC (the MiniCluster
 runs in it, Python too in thread mode). Each configuration runs in a process of its own
@@ -53,7 +54,7 @@ from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.state import ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
 
-from benchmarks.flink_host import _discard
+from benchmarks.flink_host import _discard, _jvm_cpu
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.events.event import InputEvent, OutputEvent
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
@@ -227,7 +228,7 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
     env = _env(backend, work, port, None)
     env.enable_checkpointing(args.interval_ms)
     _build(env, kind, keys, total, progress)
-    started = time.monotonic()
+    started, cpu = time.monotonic(), _jvm_cpu()
     client = env.execute_async(f"state-scale {kind} {backend} {keys}")
     job_id = str(client.get_job_id())
     deadline = started + args.timeout
@@ -236,6 +237,9 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
             raise ClusterError(f"{kind}/{backend}/{keys}: not done in {args.timeout}s")
         time.sleep(0.5)
     marks = json.loads(Path(progress).read_text())
+    # CPU of the JVM (thread mode: Python inside) per record, job start-up included: far
+    # less sensitive to other work on the machine than the rate.
+    cpu_us = (_jvm_cpu() - cpu) * 1e6 / total
     done_epoch_ms = marks["last"] * 1000
     # One checkpoint triggered after the last output: all the state.
     full: dict[str, Any] | None = None
@@ -261,6 +265,7 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
     )
     return {
         "rate": marks["n"] / max(marks["last"] - marks["first"], 1e-9),
+        "cpu_us": cpu_us,
         "checkpoint_mib": int(full["state_size"]) / 2**20,
         "checkpointed_mib": int(full.get("checkpointed_size") or 0) / 2**20,
         "checkpoint_ms": int(full["end_to_end_duration"]),
@@ -377,7 +382,8 @@ def main() -> None:
                     continue
                 result = json.loads(found[-1][len("RESULT ") :])
                 print(
-                    f"{keys:>8,} keys {backend:8s} {kind:8s} {result['rate']:7,.0f} rec/s  "
+                    f"{keys:>8,} keys {backend:8s} {kind:8s} {result['rate']:7,.0f} rec/s "
+                    f"{result['cpu_us']:5.0f} us CPU/rec  "
                     f"checkpoint {result['checkpoint_mib']:6.1f} MiB "
                     f"(incr {result['checkpointed_mib']:6.1f}) {result['checkpoint_ms']:6d} ms "
                     f"(max {result['checkpoint_ms_max']} ms)  savepoint "

@@ -187,5 +187,102 @@ def _restarts(rest: str, job_id: str) -> int:
     return int(float(found[0]["value"])) if found else 0
 
 
+def run_jobmanager_scenario(
+    tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0
+) -> dict[str, Any]:
+    """The JobManager killed instead: standalone mode without high availability
+    (ZooKeeper or Kubernetes) keeps no job across a JobManager's restart, so a new one is
+    started and the job submitted again from its latest checkpoint (``-s``, as a
+    savepoint), found in the job's checkpoint directory."""
+    from flink_agents.ops import cluster, jobs
+    from flink_agents.testing.minicluster import committed_records
+    from flink_agents.testing.ports import free_port
+
+    workdir, out_dir, calls = tmp / "cluster", tmp / "out", tmp / "calls.txt"
+    checkpoints = tmp / "checkpoints"
+    port = free_port()
+    rest = f"localhost:{port}"
+    total = KEYS * PASSES
+    cluster.start_cluster(
+        workdir,
+        port=port,
+        slots=2,
+        taskmanagers=2,
+        extra_config={"heartbeat.interval": 1000, "heartbeat.timeout": 5000},
+    )
+    try:
+        args = [str(out_dir), str(calls)]
+        # Where the resubmission after the lost JobManager finds the latest checkpoint.
+        flink_args = [f"-Dexecution.checkpointing.dir={checkpoints.as_uri()}"]
+        first = cluster.submit(
+            JOB, workdir=workdir, args=args, detached=True, parallelism=4, flink_args=flink_args
+        )
+        assert first.returncode == 0 and first.job_id, first.output[-3000:]
+        deadline = time.monotonic() + timeout
+        while _lines(calls) < total * kill_at:
+            assert time.monotonic() < deadline, f"only {_lines(calls)} calls in {timeout}s"
+            time.sleep(0.05)
+        (jobmanager,) = [
+            int(p)
+            for f in (workdir / "pid").glob("*standalonesession*.pid")
+            for p in f.read_text(encoding="utf-8").split()
+            if p.isdigit() and _alive(int(p))
+        ]
+        calls_at_kill = _lines(calls)
+        os.kill(jobmanager, signal.SIGKILL)
+        killed = time.monotonic()
+        home = cluster.pyflink_home()
+        subprocess.run(
+            ["bash", str(home / "bin" / "jobmanager.sh"), "start"],
+            env=cluster._env(workdir),
+            check=True,
+            capture_output=True,
+            timeout=120,
+            start_new_session=True,
+        )
+        # The TaskManagers register with the new JobManager once their old tasks are gone.
+        while True:
+            assert time.monotonic() < deadline, "the JobManager did not come back"
+            status = cluster.cluster_status(workdir)
+            if status.running and status.slots_available >= 4:
+                break
+            time.sleep(0.2)
+        back = time.monotonic() - killed
+        # The latest complete one (a checkpoint in progress at the kill has no _metadata).
+        latest = max(
+            (m.parent for m in checkpoints.glob(f"{first.job_id}/chk-*/_metadata")),
+            key=lambda p: int(p.name.split("-")[1]),
+        )
+        second = cluster.submit(
+            JOB,
+            workdir=workdir,
+            args=args,
+            detached=True,
+            parallelism=4,
+            flink_args=flink_args,
+            from_savepoint=str(latest),
+        )
+        assert second.returncode == 0 and second.job_id, second.output[-3000:]
+        state = jobs.wait_for_state(
+            rest, second.job_id, timeout=max(deadline - time.monotonic(), 1)
+        )
+        return {
+            "state": state,
+            "outputs": committed_records(out_dir),
+            "calls": _lines(calls),
+            "calls_at_kill": calls_at_kill,
+            "runs": total,
+            "jobmanager_back_s": back,
+            "restored_from": latest.name,
+            "after_kill_s": time.monotonic() - killed,
+        }
+    finally:
+        cluster.stop_cluster(workdir)
+        for f in (workdir / "pid").glob("*.pid"):
+            for p in f.read_text(encoding="utf-8").split():
+                if p.isdigit() and _alive(int(p)):
+                    os.kill(int(p), signal.SIGKILL)
+
+
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2])
