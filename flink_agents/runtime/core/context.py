@@ -193,7 +193,7 @@ class RunContext(RunnerContext):
 
     @property
     def action_config(self) -> dict[str, Any]:
-        return self._action.config
+        return self._action.runtime_config
 
     @property
     def key(self) -> Any:

@@ -101,8 +101,12 @@ class AgentRunner:
                 (
                     a,
                     a.function,
-                    ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
-                    check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
+                    ErrorHandlingStrategy(
+                        a.runtime_config.get("error-handling-strategy", self._strategy)
+                    ),
+                    check_timeout(
+                        a.runtime_config.get("timeout", action_timeout), f"action {a.name!r}"
+                    ),
                     counts.setdefault(a.name, [0]),
                 )
                 for a in plan.get_actions(etype)
