@@ -38,7 +38,9 @@
           +-- CommandFailure         invoked rightly, but the work failed: exit code 1
 
 Every error pickles (Flink pickles exceptions between the Python worker and the JVM), so
-all extra attributes are passed through ``__reduce__``.
+all extra attributes are passed through ``__reduce__``. Messages are masked when an error is
+made: the secret rule (URL credentials, ``api_key=...``) and every secret value registered
+in the process (the plans' secrets; ``flink_agents/secrets.py``).
 """
 
 from __future__ import annotations
@@ -46,9 +48,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flink_agents.secrets import registered_masker
+
+
+def _masked(text: str) -> str:
+    return registered_masker().mask(text)
+
 
 class FlinkAgentsError(Exception):
     """Root of every error raised by flink-agents."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(_masked(a) if isinstance(a, str) else a for a in args))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.args, self.__dict__.copy()))
@@ -214,7 +225,7 @@ class RuntimeFailure(FlinkAgentsError):
         action: str | None = None,
         event_id: str | None = None,
     ) -> None:
-        self.message = message
+        self.message = _masked(message)
         self.key = key
         self.action = action
         self.event_id = event_id

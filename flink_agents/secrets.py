@@ -332,6 +332,37 @@ def masked_mapping(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def mask_exception(exc: BaseException, masker: Masker | None = None) -> BaseException:
+    """Mask the text arguments of ``exc`` in place (best effort: an exception whose message
+    does not come from its ``args`` keeps it) and return it. For exceptions that are kept
+    (a failed durable call in keyed state) or passed on as the cause of ours."""
+    masker = _REGISTERED if masker is None else masker
+    args = getattr(exc, "args", ())
+    if any(isinstance(a, str) for a in args):
+        masked = tuple(masker.mask(a) if isinstance(a, str) else a for a in args)
+        if masked != args:
+            try:
+                exc.args = masked
+            except (AttributeError, TypeError):
+                pass
+    if isinstance(getattr(exc, "message", None), str):
+        try:
+            exc.message = masker.mask(exc.message)  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            pass
+    return exc
+
+
+def masked_field(name: str, value: Any) -> Any:
+    """A field's value as a ``repr`` may show it: masked when its name or the value is a
+    secret, secrets inside text and JSON-like values masked."""
+    if value and (is_secret_name(name) or is_secret_value(value)):
+        return MASK
+    if isinstance(value, (str, Mapping, list, tuple)):
+        return _REGISTERED.mask_value(value)
+    return value
+
+
 # -- logs -----------------------------------------------------------------------------------
 
 _REGISTERED = Masker()

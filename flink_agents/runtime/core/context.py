@@ -37,6 +37,7 @@ from flink_agents.runtime.core.records import (
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability import RunInfo, call_target
+from flink_agents.secrets import mask_exception
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.runner import AgentRunner
@@ -339,7 +340,8 @@ class RunContext(RunnerContext):
             seconds = time.perf_counter() - started
             self._observe(info, func, signature, started, seconds, result, error, False)
         if error is not None:
-            self._run.record(call_id, DurableRecord(signature, error=error))
+            # Kept in keyed state (pickled): no secret of the plan in its message.
+            self._run.record(call_id, DurableRecord(signature, error=mask_exception(error)))
             return
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))

@@ -36,6 +36,7 @@ from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability import RunCounts, RunInfo, RunObserver, combine
 from flink_agents.runtime.observability.agent_metrics import AgentMetrics, MetricsOptions
 from flink_agents.runtime.resources import ResourceCache
+from flink_agents.secrets import mask_exception, registered_masker
 
 log = logging.getLogger("flink_agents.runtime")
 
@@ -351,7 +352,7 @@ class AgentRunner:
                             failed_event_id="",
                             failed_event_type=exc.point,
                             error_type=type(exc).__name__,
-                            error=str(exc),
+                            error=_mask(str(exc)),
                         )
                     )
                     return False
@@ -432,7 +433,7 @@ class AgentRunner:
                     failed_event_id=str(event.id),
                     failed_event_type=event.type,
                     error_type=type(exc).__name__,
-                    error=str(exc),
+                    error=_mask(str(exc)),
                 )
                 run.result.errors.append(err_event)
                 run.outcome = "ignored"
@@ -441,7 +442,7 @@ class AgentRunner:
                 return [] if isinstance(event, ErrorEvent) else [err_event]
             self.counts.failed += 1
             if error is not exc:
-                raise error from exc
+                raise error from mask_exception(exc)
             raise exc
 
 
@@ -453,6 +454,11 @@ async def _bounded_action(returned: Awaitable[Any], timeout: float, action: Acti
         return await returned
 
     await bounded(awaited, timeout, "action", action.name)()
+
+
+def _mask(text: str) -> str:
+    """``text`` masked by the secret rule and the registered secrets (the plan's)."""
+    return registered_masker().mask(text)
 
 
 def _jsonable_key(key: Any) -> Any:

@@ -299,7 +299,7 @@ class _Writer:
                 if kind == "event":
                     item = records[i : i + 11]
                     line = self._event_line(head, item, seen) or to_json(
-                        self._event_record(key, run_id, item), fallback=str
+                        self._event_record(key, run_id, item), fallback=str, inf_nan_mode="null"
                     )
                 elif kind == "action":
                     _, ts, action, event_id, event_type, seconds, error, outcome = records[
@@ -333,7 +333,9 @@ class _Writer:
                             names.get(call_kind) or named(call_kind),
                             names.get(call_name) or named(call_name),
                             to_json(_ms(seconds)),
-                            b"null" if usage is None else to_json(usage, fallback=str),
+                            b"null"
+                            if usage is None
+                            else to_json(usage, fallback=str, inf_nan_mode="null"),
                             b"null" if error is None else self._error_json(error),
                             b"true" if replayed else b"false",
                         )
@@ -357,7 +359,7 @@ class _Writer:
         secret in the key masked."""
         return b'%s"key":%s,"runId":%s,"timestamp":' % (
             self._ids,
-            to_json(self._key_value(key), fallback=str),
+            to_json(self._key_value(key), fallback=str, inf_nan_mode="null"),
             to_json(run_id),
         )
 
@@ -370,7 +372,8 @@ class _Writer:
 
     def _error_line(self, exc: BaseException) -> bytes:
         return json.dumps(
-            {"record": "error", "error": _error(exc), **self.ids}, default=str
+            {"record": "error", "error": self.masker.mask(_error(exc) or ""), **self.ids},
+            default=str,
         ).encode()
 
     def _name(self, value: Any) -> bytes:
@@ -444,7 +447,7 @@ class _Writer:
         if seconds is not None:
             fields += b',"durationMs":' + to_json(_ms(seconds))
         if usage is not None:
-            fields += b',"usage":' + to_json(usage, fallback=str)
+            fields += b',"usage":' + to_json(usage, fallback=str, inf_nan_mode="null")
         return fields
 
     def _event_line(
@@ -530,8 +533,8 @@ class _Writer:
         start = 0  # lines before it are written
         try:
             if self._file is None:
-                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-                self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
+                os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+                self._file = _open_private(self.path)
                 self._size = self._file.tell()
             size = self._size
             if size + sum(map(len, lines)) + len(lines) <= self.max_bytes:
@@ -583,8 +586,21 @@ class _Writer:
                 if os.path.exists(f"{self.path}.{i}"):
                     os.replace(f"{self.path}.{i}", f"{self.path}.{i + 1}")
             os.replace(self.path, f"{self.path}.1")
-        self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
+        self._file = _open_private(self.path)
         self._size = 0
+
+
+def _open_private(path: str) -> Any:
+    """``path`` opened for appending, readable and writable by its owner only (0600: the
+    default directory ``<tmp>/flink-agents`` is shared; a file made earlier with wider
+    permissions is narrowed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass  # not ours to change: written as it is
+    return os.fdopen(fd, "ab")
 
 
 def warn_write_error(path: str, error: str) -> None:
