@@ -191,9 +191,15 @@ def has_text_secret(text: str) -> bool:
     return mask(text) != text
 
 
-_SEPARATOR_BYTES = frozenset(NAME_SEPARATORS + b"s")
-_DOUBT_AFTER_NAME = frozenset(b":='\\")
+# Bytes after a tail that keep a name's ending (separators, a plural s; escaped white space
+# is handled apart), bytes of a name in text, escaped white space (``\n``) in JSON.
+_AFTER_TAIL = frozenset(b"-_.s ")
+_TEXT_NAME = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_ESCAPED_SPACE = frozenset(b"ntrf")
 _QUOTE = ord('"')
+_APOSTROPHE = ord("'")
+_BACKSLASH = ord("\\")
+_ASSIGN = frozenset(b":=")
 #: ``(needle, tails)``: the tails are looked for only where the needle is found (tails
 #: with the same first four bytes share one: ``pass``).
 _PREFILTERS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = tuple(
@@ -232,8 +238,6 @@ def json_may_hold_secret(data: bytes) -> bool:
         return True
     if find(b"bearer") >= 0 or find(b'"basic ') >= 0:
         return True
-    separators = _SEPARATOR_BYTES
-    doubts = _DOUBT_AFTER_NAME
     size = len(lowered)
     for needle, tails in _PREFILTERS:
         start = find(needle)
@@ -242,26 +246,56 @@ def json_may_hold_secret(data: bytes) -> bool:
         for tail in tails:
             if tail is not needle:
                 start = find(tail)
-            length = len(tail)
             while start >= 0:
-                end = start + length
-                after = lowered[end] if end < size else 0
-                while after in separators:  # separators and a plural s
-                    end += 1
-                    after = lowered[end] if end < size else 0
-                if after == _QUOTE:
-                    if lowered[end + 1 : end + 3] == b':"':  # a key with a string value
-                        if start and lowered[start - 1] == _QUOTE:  # the key is the tail
-                            if _TAIL_ALONE[tail]:
-                                return True
-                        else:
-                            opening = lowered.rfind(b'"', 0, start)
-                            if _SECRET_NAME_BYTES.search(lowered, opening + 1, end) is not None:
-                                return True
-                elif after in doubts:
+                if _secret_after(lowered, start, start + len(tail), size, tail):
                     return True
                 start = find(tail, start + 1)
     return False
+
+
+def _secret_after(lowered: bytes, start: int, pos: int, size: int, tail: bytes) -> bool:
+    """Whether the tail found at ``start`` (ending at ``pos``) may end a secret name that
+    masking would act on: a JSON key with a string value, or a name before ``:`` / ``=`` in
+    text (``api_key=...``, ``'password': ...``, ``\\"token\\": ...``); conservative."""
+    after = lowered[pos] if pos < size else 0
+    while True:  # what keeps the ending: separators, a plural s, escaped white space
+        if after in _AFTER_TAIL:
+            pos += 1
+        elif after == _BACKSLASH and pos + 1 < size and lowered[pos + 1] in _ESCAPED_SPACE:
+            pos += 2
+        else:
+            break
+        after = lowered[pos] if pos < size else 0
+    if after == _QUOTE:
+        if lowered[pos + 1 : pos + 3] != b':"':
+            return False  # the end of a string, or a key of a number, list or object
+        # A key with a string value: the whole key decides (escapes: in doubt).
+        opening = lowered.rfind(b'"', 0, start)
+        if start and opening == start - 1:  # the key is the tail
+            return _TAIL_ALONE[tail]
+        name = lowered[opening + 1 : pos]
+        return b"\\" in name or _SECRET_NAME_BYTES.search(name) is not None
+    # In text: a name, an optional quote (escaped in JSON), white space, then : or =.
+    if after == _BACKSLASH and lowered[pos + 1 : pos + 2] == b'"':
+        pos += 2
+    elif after == _APOSTROPHE:
+        pos += 1
+    after = lowered[pos] if pos < size else 0
+    while after == 32 or (
+        after == _BACKSLASH and pos + 1 < size and lowered[pos + 1] in _ESCAPED_SPACE
+    ):
+        pos += 1 if after == 32 else 2
+        after = lowered[pos] if pos < size else 0
+    if after not in _ASSIGN:
+        return False
+    # The name is the run of name bytes around the tail (masking compares its ending).
+    first = start
+    while first and lowered[first - 1] in _TEXT_NAME:
+        first -= 1
+    last = start + len(tail)
+    while last < size and lowered[last] in _TEXT_NAME:
+        last += 1
+    return _SECRET_NAME_BYTES.search(lowered, first, last) is not None
 
 
 # -- values ---------------------------------------------------------------------------------
