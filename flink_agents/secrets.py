@@ -101,14 +101,14 @@ def secret_str_value(value: object) -> str | None:
 
 # A credential header value as a whole: a scheme and one token (a Basic token is base64,
 # which has a capital, a digit or a symbol after its first character; English words do not).
-_CREDENTIAL_VALUE = re.compile(r"\s*(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})\s*", re.I)
+_CREDENTIAL_VALUE = re.compile(r"(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})\s*", re.I)
 
 
 def is_secret_value(value: object) -> bool:
     """Whether ``value`` is a secret by itself, whatever its name: a ``SecretStr``, or a
     credential header value as a whole (``"Bearer abc..."``, ``"Basic dXNl..."``)."""
     if isinstance(value, str):
-        if value[:1] not in "bB \t" or not value:
+        if value[:1] not in ("b", "B"):
             return False
         match = _CREDENTIAL_VALUE.fullmatch(value)
         if match is None:

@@ -165,14 +165,10 @@ def _identity(value: Any) -> Any:
 
 #: Every known option by key (aliases included).
 _OPTIONS: dict[str, ConfigOption[Any]] = {}
-#: Modules that define option holders; imported before a key is declared unknown, so their
-#: options are known even when nothing imported them yet. A missing module is skipped.
-_OPTION_MODULES: list[str] = [
-    "flink_agents.api.memory.long_term_memory",
-    "flink_agents.api.timeouts",
-    "flink_agents.api.approval",
-    "flink_agents.runtime.observability.event_log_options",
-]
+#: Entry point group naming the modules that declare options (pyproject.toml); each is
+#: imported before a key is declared unknown, so its options are known (and checked) even
+#: when nothing imported it yet. The API does not import the runtime's modules itself.
+OPTIONS_GROUP = "flink_agents.options"
 _imported_option_modules = False
 #: Key families an option holder reads by pattern (``event-log.type.<event type>.level``):
 #: ``(prefix, suffix) -> parse`` (raises ValueError for a bad value).
@@ -340,11 +336,18 @@ def _import_option_modules() -> None:
     if _imported_option_modules:
         return
     _imported_option_modules = True
-    for module in _OPTION_MODULES:
+    for module in option_modules():
         try:
             importlib.import_module(module)
         except ImportError:
             continue
+
+
+def option_modules() -> list[str]:
+    """The modules that declare options, from the ``flink_agents.options`` entry points."""
+    from importlib.metadata import entry_points
+
+    return sorted(point.value for point in entry_points(group=OPTIONS_GROUP))
 
 
 def _positive(v: Any) -> str | None:
@@ -579,12 +582,28 @@ class AgentConfiguration:
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {}
+        self._read_only = False
         for key, value in (values or {}).items():
             self.set_str(key, value)
+
+    def read_only(self) -> AgentConfiguration:
+        """This configuration, made read-only: a compiled plan's (``AgentPlan.get_config``)
+        is parsed once and shared by everything that reads it, so a change must go to the
+        environment's configuration before ``apply()``."""
+        self._read_only = True
+        return self
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ConfigurationError(
+                "this configuration belongs to a compiled agent plan and is read-only; set "
+                "options on the environment's configuration (get_config()) before apply()"
+            )
 
     # -- writing -------------------------------------------------------------------------------
     def set(self, option: ConfigOption[_T], value: _T) -> AgentConfiguration:
         """Set a typed option (checked)."""
+        self._check_writable()
         self._store(option, value)
         return self
 
@@ -595,6 +614,7 @@ class AgentConfiguration:
             ConfigurationError: a bad value, or a key that is no option but close to one
                 (a likely typo), naming the option.
         """
+        self._check_writable()
         option = _known_option(key)
         if option is not None:
             self._store(option, value)

@@ -326,8 +326,8 @@ class AgentPlan(BaseModel):
     hooks: dict[str, HookPlan] = Field(default_factory=dict)
 
     _secrets: dict[str, Any] = PrivateAttr(default_factory=dict)
-    _config: AgentConfiguration | None = PrivateAttr(default=None)
     _resolved: dict[str, list[tuple[str, Any]]] = PrivateAttr(default_factory=dict)
+    _configuration: AgentConfiguration | None = PrivateAttr(default=None)
 
     @model_serializer(mode="wrap")
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -501,7 +501,7 @@ class AgentPlan(BaseModel):
         """Attach secrets to a plan read back from JSON (they become known to the log
         masking of this process, ``flink_agents.secrets.register_secrets``)."""
         self._secrets = dict(secrets)
-        self._config = None
+        self._configuration = None
         register_secrets(self._secrets.values())
         for action in self.actions.values():
             action._runtime_config = (
@@ -543,11 +543,13 @@ class AgentPlan(BaseModel):
         return sorted(set(found))
 
     def get_config(self) -> AgentConfiguration:
-        """The configuration as an :class:`AgentConfiguration` (secrets restored; a copy,
-        so changing it does not change the plan)."""
-        if self._config is None:
-            self._config = AgentConfiguration(restore_secrets(self.config, self._secrets))
-        return self._config.copy()
+        """The configuration as an :class:`AgentConfiguration` (secrets restored), parsed
+        once and read-only (every host and resource of the plan reads this one object)."""
+        configuration = self._configuration
+        if configuration is None:
+            configuration = AgentConfiguration(restore_secrets(self.config, self._secrets))
+            configuration = self._configuration = configuration.read_only()
+        return configuration
 
 
 def _has_marker(value: Any) -> bool:

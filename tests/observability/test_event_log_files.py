@@ -14,7 +14,7 @@ import pytest
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, InputEvent
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo
+from flink_agents.runtime.observability import EventsSent, RunFinished, RunInfo
 from flink_agents.runtime.observability.event_log import EventLogObserver
 
 
@@ -31,8 +31,8 @@ def _observer(path: Path, **config: object) -> EventLogObserver:
 def _one_run(observer: EventLogObserver, *events: Event) -> None:
     run = RunInfo("k", "run-1", time.time(), time.perf_counter())
     observer.run_started(run)
-    observer.events_sent(run, list(events), None, None)
-    observer.run_finished(run, 0.5, None)
+    observer.events_sent(EventsSent(run, list(events), None, None))
+    observer.run_finished(RunFinished(run, 0.5, None))
     observer.writer.drain()
 
 

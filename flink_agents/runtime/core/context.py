@@ -36,7 +36,7 @@ from flink_agents.runtime.core.records import (
 )
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, call_target
+from flink_agents.runtime.observability import CallFinished, RunInfo, call_target
 from flink_agents.secrets import mask_exception
 
 if TYPE_CHECKING:
@@ -396,7 +396,9 @@ class RunContext(RunnerContext):
             )
         kind, name = target
         runner.observer.call_finished(  # type: ignore[union-attr]
-            info, self._action.name, kind, name, started, seconds, result, error, replayed
+            CallFinished(
+                info, self._action.name, kind, name, started, seconds, result, error, replayed
+            )
         )
 
     # -- metrics ---------------------------------------------------------------------------------
