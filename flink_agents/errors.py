@@ -17,6 +17,10 @@
  |    |    +-- InterceptorError  a model or tool interceptor raised (carries its name)
  |    |    +-- HookError         a hook raised (carries its name and point)
  |    |    +-- InputSchemaError  an input does not match the agent's input schema
+     |    +-- InputRecordError       an input record cannot become an input event (not JSON
+     |                               serializable, nested too deeply)
+     |    +-- RunLimitError          a run sent more events than max-events-per-run, or its
+     |                               actions took longer than max-action-time-per-run
      |    +-- ResourceError          a resource could not be found or created
      |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
      |    |                          dimension mismatch, bad filter, missing id)
@@ -296,6 +300,33 @@ class InputSchemaError(ActionError):
     """
 
     retryable = False
+
+
+class InputRecordError(RuntimeFailure):
+    """An input record cannot become the run's input event: it cannot be written as JSON
+    (an object JSON cannot hold, nesting deeper than JSON allows). A poison record: it
+    fails the same way every time, so it is never retried; under ``ignore`` it gives an
+    error event, under ``dead-letter`` a dead letter, under ``fail``/``retry`` this error.
+    """
+
+    retryable = False
+
+
+class RunLimitError(RuntimeFailure):
+    """A run exceeded ``max-events-per-run`` or ``max-action-time-per-run``: its actions
+    probably keep sending each other events (the message names the cycle's event types).
+    Never retried.
+
+    Attributes:
+        event_types: the event types of the cycle (or of the last events), most frequent
+            first.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, event_types: list[str] | None = None, **location: Any):
+        self.event_types = list(event_types or [])
+        super().__init__(message, **location)
 
 
 class ResourceError(RuntimeFailure):

@@ -121,19 +121,26 @@ def is_secret_value(value: object) -> bool:
 # -- text -----------------------------------------------------------------------------------
 
 # The password of a URL's user information (``scheme://user:password@host``).
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:'\"]*:)([^\s/?#@'\"]+)(@)")
+_URL_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:'\"]{0,256}:)"
+    r"([^\s/?#@'\"]{1,1024})(@)"
+)
 # A query (or form) parameter: its name and its value.
-_PARAMETER = re.compile(r"([?&;])([^=&;#\s?'\"]+)=([^&;#\s'\"]*)")
+_PARAMETER = re.compile(r"([?&;])([^=&;#\s?'\"]{1,256})=([^&;#\s'\"]{0,4096})")
 # ``name = value`` / ``name: value`` with an optionally quoted name and value (reprs,
 # headers, JSON and YAML in messages). A quoted value ends at its quote, an unquoted one at
 # white space or punctuation; a credential scheme (``Bearer x``) is taken with its token.
+# Every pattern starts at a boundary and bounds the repeats it may backtrack over: masking
+# is linear in the text (an unbounded name pattern backtracked quadratically over a
+# 20,000-character word). A quoted value longer than 4,096 characters is not recognised.
 _ASSIGNMENT = re.compile(
-    r"""(?P<q>["']?)(?P<name>[A-Za-z_][\w.-]*)(?P=q)(?P<sep>\s*[:=]\s*)"""
-    r"""(?:(?P<vq>["'])(?P<quoted>(?:\\.|(?!(?P=vq))[^\\])*)(?P=vq)"""
-    r"""|(?P<bare>(?:(?:bearer|basic|token)\s+)?[^\s,;&)}\]'"]+))""",
+    r"""(?<![\w.-])(?P<q>["']?)(?P<name>[A-Za-z_][\w.-]{0,200})(?P=q)"""
+    r"""(?P<sep>\s{0,16}[:=]\s{0,16})"""
+    r"""(?:(?P<vq>["'])(?P<quoted>(?:\\.|(?!(?P=vq))[^\\]){0,4096})(?P=vq)"""
+    r"""|(?P<bare>(?:(?:bearer|basic|token)\s{1,16})?[^\s,;&)}\]'"]+))""",
     re.I,
 )
-_BEARER = re.compile(r"\b(bearer\s+)([A-Za-z0-9._~+/=-]{12,})", re.I)
+_BEARER = re.compile(r"\b(bearer\s{1,16})([A-Za-z0-9._~+/=-]{12,4096})", re.I)
 
 
 def _url_password(match: re.Match[str]) -> str:

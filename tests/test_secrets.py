@@ -184,3 +184,13 @@ def test_the_filter_masks_other_loggers_for_users(caplog: pytest.LogCaptureFixtu
     record.args = ("sk-user-logger-secret",)
     assert SecretMaskingFilter().filter(record)
     assert record.getMessage() == f"k={MASK}"
+
+
+@pytest.mark.timeout(60)
+def test_masking_is_linear_in_the_text() -> None:
+    """Bounded, boundary-anchored patterns: a 200,000-character word next to a secret
+    name (quadratic backtracking took minutes at 20,000) masks at once."""
+    word = "x" * 200_000
+    assert mask(f"api_key={word}") == f"api_key={MASK}"
+    for text in [f"failed on {word} [key=1]", "a." * 100_000 + "://x@", 'k: "' * 50_000]:
+        assert mask(text) == text

@@ -42,11 +42,15 @@ class ErrorHandlingStrategy(str, Enum):
     FAIL: raise; on Flink the job fails (and restarts under its restart strategy).
     RETRY: run the action again, up to ``max-retries`` times with exponential backoff, then fail.
     IGNORE: log the error, send an :class:`~flink_agents.api.events.event.ErrorEvent`, and go on.
+    DEAD_LETTER: end the run at once, commit nothing of it, and emit a
+        :class:`~flink_agents.api.dead_letter.DeadLetter` (the Flink operator's side output,
+        the local environment's list): the job neither fails nor drops the record silently.
     """
 
     FAIL = "fail"
     RETRY = "retry"
     IGNORE = "ignore"
+    DEAD_LETTER = "dead-letter"
 
 
 class ShortTermMemoryTtlUpdate(str, Enum):
@@ -376,7 +380,7 @@ class AgentExecutionOptions:
         key="error-handling-strategy",
         config_type=ErrorHandlingStrategy,
         default=ErrorHandlingStrategy.FAIL,
-        description="One of fail, retry, ignore.",
+        description="One of fail, retry, ignore, dead-letter.",
     )
     MAX_RETRIES: ConfigOption[int] = ConfigOption(
         key="max-retries",
@@ -397,6 +401,32 @@ class AgentExecutionOptions:
         config_type=int,
         default=32,
         description="Worker threads per slot for blocking calls (sync model clients, tools).",
+        check=_positive,
+    )
+    MAX_EVENTS_PER_RUN: ConfigOption[int] = ConfigOption(
+        key="max-events-per-run",
+        config_type=int,
+        default=1000,
+        description="Events one run may process (the input included); a run that sends more "
+        "(actions that keep sending each other events) ends under the error strategy with "
+        "an error naming the event types of the cycle.",
+        check=_positive,
+    )
+    MAX_ACTION_TIME_PER_RUN: ConfigOption[float] = ConfigOption(
+        key="max-action-time-per-run",
+        config_type=float,
+        default=3600.0,
+        description="Seconds one run's actions may take together (0: no limit), checked "
+        "between events (one action is bounded by its timeout); past it the run ends under "
+        "the error strategy.",
+        check=_non_negative,
+    )
+    DEAD_LETTER_MAX_CHARS: ConfigOption[int] = ConfigOption(
+        key="dead-letter.max-chars",
+        config_type=int,
+        default=4096,
+        description="Characters kept of a dead letter's record repr and reason (longer texts "
+        "are cut and marked).",
         check=_positive,
     )
     MAX_IN_FLIGHT: ConfigOption[int] = ConfigOption(

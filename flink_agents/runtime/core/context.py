@@ -73,6 +73,10 @@ class _Run:
         self.info: RunInfo | None = None
         #: How the last failure handled by ``AgentRunner._failed`` ended.
         self.outcome = "retried"
+        #: What ended the run without raising (a dead letter, an ignored run limit).
+        self.failure: BaseException | None = None
+        #: Near max-events-per-run: ``(event type, action, sent types)`` of each execution.
+        self.edges: list[tuple[str, str, list[str]]] | None = None
 
     def next_call_id(self) -> str:
         self.call_seq += 1
