@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
@@ -90,9 +91,12 @@ def _to_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a number")
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise ValueError("expected a number (seconds)") from None
+    if not math.isfinite(number):
+        raise ValueError("expected a finite number (no NaN or infinity)")
+    return number
 
 
 def _to_int(value: Any) -> int:
@@ -569,12 +573,14 @@ class AgentConfigOptions:
         config_type=int,
         default=64,
         no_effect=_ACTION_STORE,
+        check=_positive,
     )
     KAFKA_ACTION_STATE_TOPIC_REPLICATION_FACTOR: ConfigOption[int] = ConfigOption(
         key="kafkaActionStateTopicReplicationFactor",
         config_type=int,
         default=1,
         no_effect=_ACTION_STORE,
+        check=_positive,
     )
     FLUSS_BOOTSTRAP_SERVERS: ConfigOption[str] = ConfigOption(
         key="flussBootstrapServers",
@@ -596,6 +602,7 @@ class AgentConfigOptions:
         config_type=int,
         default=64,
         no_effect=_ACTION_STORE,
+        check=_positive,
     )
 
 
@@ -684,6 +691,15 @@ class AgentConfiguration:
 
     @staticmethod
     def _check_free_key(key: str) -> None:
+        # Keys match exactly, as Flink's: an option key in other case (MAX-RETRIES) or
+        # spelling (max_retries) is a mistake, not a key of the user's.
+        folded = key.lower().replace("_", "-")
+        same = [k for k in _OPTIONS if k.lower().replace("_", "-") == folded]
+        if same:
+            raise ConfigurationError(
+                f"unknown config option {key!r}: did you mean {same[0]!r}? (option keys "
+                "match exactly, case and separators included)"
+            )
         close = difflib.get_close_matches(key, list(_OPTIONS), n=1, cutoff=0.8)
         if close:
             raise ConfigurationError(
