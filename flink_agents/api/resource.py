@@ -13,7 +13,9 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from flink_agents.api.resource_context import ResourceContext
 
 
 class ResourceType(str, Enum):
@@ -59,6 +61,23 @@ class Resource(BaseModel, ABC):
         default=None, exclude=True, repr=False
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_resource_context(cls, data: Any) -> Any:
+        # Upstream's way to make a resource by hand: resource_context=<a ResourceContext>.
+        if isinstance(data, dict) and "resource_context" in data:
+            data = dict(data)
+            context = data.pop("resource_context")
+            if context is not None and data.get("get_resource") is None:
+                data["get_resource"] = context.get_resource
+        return data
+
+    @property
+    def resource_context(self) -> ResourceContext:
+        """The resources this one may look up (as in Apache Flink Agents):
+        ``self.resource_context.get_resource(name, ResourceType.X)``."""
+        return _LookupContext(self)
+
     @classmethod
     @abstractmethod
     def resource_type(cls) -> ResourceType:
@@ -84,6 +103,18 @@ class Resource(BaseModel, ABC):
                 "created by an agent runtime; pass get_resource= when creating it by hand"
             )
         return self.get_resource(name, rtype)
+
+
+class _LookupContext(ResourceContext):
+    """``Resource.resource_context``: the resource's own lookup."""
+
+    __slots__ = ("_resource",)
+
+    def __init__(self, resource: Resource) -> None:
+        self._resource = resource
+
+    def get_resource(self, name: str, resource_type: ResourceType) -> Any:
+        return self._resource._lookup(name, resource_type)
 
 
 class SerializableResource(Resource, ABC):
