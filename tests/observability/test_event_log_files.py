@@ -43,11 +43,11 @@ def _mode(path: Path) -> int:
 def test_files_and_directories_are_private(tmp_path: Path) -> None:
     directory = tmp_path / "shared" / "flink-agents"
     path = directory / "events.log"
-    observer = _observer(path, **{"event-log.rotation.max-file-bytes": 600})
+    observer = _observer(path, **{"event-log.rotation.max-file-bytes": 1024})
     old_umask = os.umask(0o022)  # a usual umask: would give 0644 files and 0755 directories
     try:
         for i in range(6):  # enough lines to rotate
-            _one_run(observer, InputEvent(input={"i": i, "text": "x" * 100}))
+            _one_run(observer, InputEvent(input={"i": i, "text": "x" * 400}))
     finally:
         os.umask(old_umask)
         observer.close()
