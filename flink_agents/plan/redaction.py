@@ -57,20 +57,28 @@ def is_marker(value: Any) -> bool:
     return isinstance(value, dict) and SECRET_MARKER in value and set(value) <= _MARKER_KEYS
 
 
-def restore_secrets(value: Any, secrets: Mapping[str, Any]) -> Any:
+def restore_secrets(value: Any, secrets: Mapping[str, Any], *, secret_str: bool = True) -> Any:
     """Inverse of :func:`redact`: markers replaced by the secret values (None for a secret
-    the table lacks: a plan read back from JSON without its secrets)."""
+    the table lacks: a plan read back from JSON without its secrets).
+
+    Args:
+        value: the redacted value.
+        secrets: the side table.
+        secret_str: give a ``SecretStr`` back as a ``SecretStr`` (configuration); False:
+            as its text (resource arguments: a field typed ``SecretStr`` takes text, a
+            header typed ``str`` takes nothing else).
+    """
     if isinstance(value, dict):
         if is_marker(value):
             text = secrets.get(value[SECRET_MARKER])
-            if text is not None and value.get("kind") == _SECRET_STR:
+            if text is not None and secret_str and value.get("kind") == _SECRET_STR:
                 from pydantic import SecretStr
 
                 return SecretStr(text)
             return text
-        return {k: restore_secrets(v, secrets) for k, v in value.items()}
+        return {k: restore_secrets(v, secrets, secret_str=secret_str) for k, v in value.items()}
     if isinstance(value, list):
-        return [restore_secrets(v, secrets) for v in value]
+        return [restore_secrets(v, secrets, secret_str=secret_str) for v in value]
     return value
 
 

@@ -69,10 +69,14 @@ class ResourceCache:
             cls = provider.resource_class()
             secrets = self._plan.secrets
             if provider.serialized is not None:
-                resource = cls.model_validate(restore_secrets(provider.serialized, secrets))
+                resource = cls.model_validate(
+                    restore_secrets(provider.serialized, secrets, secret_str=False)
+                )
                 resource.get_resource = self.get
                 return resource
-            args = decode_argument(restore_secrets(provider.arguments or {}, secrets))
+            args = decode_argument(
+                restore_secrets(provider.arguments or {}, secrets, secret_str=False)
+            )
             return cls(**args, get_resource=self.get)
         except FlinkAgentsError:
             raise
