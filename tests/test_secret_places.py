@@ -223,3 +223,25 @@ def test_sql_show_output_masks_secrets(option: str, kind: str) -> None:
     run(f"CREATE CONNECTION c WITH ('type' = '{kind}', {option.format(secret)})")
     shown = run("SHOW CREATE CONNECTION c") + run("DESC CONNECTION EXTENDED c")
     assert secret not in shown and "***" in shown
+
+
+def test_yaml_action_config_secrets_stay_out_of_the_plan(tmp_path: Path) -> None:
+    """``config:`` of a YAML action goes through the same redaction."""
+    from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+
+    secret = "sk-yaml-config-3391"
+    path = tmp_path / "agents.yaml"
+    path.write_text(
+        "agents:\n"
+        "  - name: a\n"
+        "    actions:\n"
+        "      - name: x\n"
+        "        function: 'tests.api.yaml_functions:echo'\n"
+        "        listen_to: [input]\n"
+        f"        config: {{webhook.token: {secret}, url: 'http://u:{secret}@h'}}\n"
+    )
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml(path)
+    plan = AgentPlan.from_agent(env._agent_to_apply("a"))
+    assert secret not in plan.model_dump_json()
+    assert plan.actions["x"].runtime_config["webhook.token"] == secret  # restored for ctx
