@@ -19,6 +19,7 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, snippet
+from flink_agents.integrations._throttling import ollama_is_throttling
 
 
 class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
@@ -34,6 +35,9 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
     PROVIDER = "ollama"
 
     base_url: str = "http://localhost:11434"
+
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        return ollama_is_throttling(status, str(self._error_text(body) or ""))
 
     def _base_url(self) -> str:
         return self.base_url
