@@ -17,7 +17,8 @@ from flink_agents.api.dead_letter import DeadLetter
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.api.runner_context import RunnerContext
-from tests.flink.harness import MODE, collect, source
+from flink_agents.testing.minicluster import collect, source
+from tests.flink.harness import MODE
 
 POISON_ID = 7
 FAILING_ID = 11
