@@ -6,9 +6,10 @@ moved to a side table), the SQL layer (``SHOW CREATE``, ``DESC``), the event log
 byte-level fast path included), error messages, ``repr`` and our loggers. The rule:
 
 - **Names.** A name (an argument, a configuration key, a header, a JSON key, a query
-  parameter) is secret when, compared case-insensitively with the separators ``-``, ``_``,
-  ``.`` and white space removed, it ends with one of :data:`SECRET_WORDS`, also in the plural
-  (``token`` only in the singular: ``max_tokens`` is a count). So ``api_key``, ``api-key``,
+  parameter) is secret when it ends, case ignored, with one of :data:`SECRET_WORDS`, also in
+  the plural (``token`` only in the singular: ``max_tokens`` is a count), any separators
+  (``-``, ``_``, ``.``, white space) allowed between the parts of a word (``api key``) and
+  after it. So ``api_key``, ``api-key``,
   ``X-Api-Key``, ``api.key``, ``apiKey``, ``OPENAI_API_KEY``, ``webhook.token``,
   ``client_secret``, ``Authorization`` and ``Set-Cookie`` are; ``api_key_env`` (the name of
   a variable), ``token_url`` and ``max_tokens`` are not.
