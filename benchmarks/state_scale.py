@@ -260,8 +260,10 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
         client.get_job_execution_result().result()
     except Exception:  # cancelled on purpose
         pass
+    # The latest complete one (one in progress at the cancel has no _metadata).
     retained = sorted(
-        (work / "checkpoints").glob("*/chk-*"), key=lambda p: int(p.name.split("-")[1])
+        (m.parent for m in (work / "checkpoints").glob("*/chk-*/_metadata")),
+        key=lambda p: int(p.name.split("-")[1]),
     )
     return {
         "rate": marks["n"] / max(marks["last"] - marks["first"], 1e-9),
