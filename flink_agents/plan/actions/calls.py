@@ -77,7 +77,7 @@ async def _intercepted_model_call(
 ) -> ChatMessage:
     """What the durable record of an intercepted model call wraps: request built, chain
     run, connection called (bounded by ``timeout``: an interceptor sees the timeout)."""
-    if offer_tools and setup.tools:
+    if offer_tools and (setup.tools or getattr(setup, "skills", None)):
         # Looking tools up may create resources (an MCP server connects): off the loop.
         request.tools = await asyncio.to_thread(setup.get_tools)
     request.messages = setup.prepare_messages(request.messages, prompt_args)
