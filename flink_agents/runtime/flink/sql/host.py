@@ -151,11 +151,10 @@ class FlinkHost:
                 "AgentsExecutionEnvironment (it adds the jar), or ADD JAR "
                 "flink_agents.runtime.java.bridge_jars()[0]"
             ) from None
-        string = jvm.java.lang.String
         types = gateway.new_array(jvm.java.lang.Class, 4)
         types[0] = jvm.java.lang.Class.forName("java.lang.Class")
         for i in (1, 2, 3):
-            types[i] = string("").getClass()
+            types[i] = jvm.java.lang.Class.forName("java.lang.String")
         args = gateway.new_array(jvm.java.lang.Object, 4)
         args[0], args[1], args[2], args[3] = cls, name, description, function
         try:
