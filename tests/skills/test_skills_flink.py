@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyflink.common import Types
 
-from tests.flink.harness import collect, make_env
+from flink_agents.testing.minicluster import collect, make_env
 from tests.skills.agents import COMMANDS, MathAgent
 
 pytestmark = pytest.mark.flink
