@@ -175,8 +175,8 @@ def run(session: Any, text: str) -> Any:
 @pytest.mark.flink
 def test_the_drafts_examples_on_flink(tmp_path: Path, mcp_endpoint: tuple[str, Path]) -> None:
     from flink_agents.runtime.flink.sql import sql_session
-    from flink_agents.testing.servers import ScriptedServer
     from flink_agents.testing.minicluster import make_env
+    from flink_agents.testing.servers import ScriptedServer
 
     endpoint, refused = mcp_endpoint
     fill = {"celsius_jar": str(build_celsius_jar(tmp_path)), "mcp_endpoint": endpoint}

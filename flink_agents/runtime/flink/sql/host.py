@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from pyflink.java_gateway import get_gateway
@@ -33,6 +34,21 @@ log = logging.getLogger("flink_agents.sql")
 
 def _listed(names: list[str]) -> str:
     return ", ".join(sorted(names)) if names else "none"
+
+
+def _root(exc: Exception) -> str:
+    """The message of the innermost Java cause of a py4j error (the reason ``describe``
+    gave), else the error's first line."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        while java is not None and java.getCause() is not None:
+            java = java.getCause()
+        if java is not None and java.getMessage():
+            return str(java.getMessage())
+    except Exception:  # noqa: BLE001 - the gateway may be gone; use the text
+        pass
+    found = re.findall(r"IllegalArgumentException: ([^\n]+)", str(exc))
+    return found[-1] if found else str(exc).strip().splitlines()[0]
 
 
 class FlinkHost:
@@ -160,13 +176,7 @@ class FlinkHost:
         try:
             text = tool_class.getMethod("describe", types).invoke(None, args)
         except Exception as exc:  # noqa: BLE001 - py4j: InvocationTargetException
-            causes = [
-                line.split(": ", 1)[-1]
-                for line in str(exc).splitlines()
-                if line.startswith("Caused by:")
-            ]
-            reason = causes[-1] if causes else str(exc).splitlines()[0]
-            raise CatalogError(f"function {function} cannot be a tool: {reason}") from None
+            raise CatalogError(f"function {function} cannot be a tool: {_root(exc)}") from None
         metadata = json.loads(str(text))
         if metadata.pop("unnamed", False):
             log.warning(

@@ -56,8 +56,8 @@ public class ScalarFunctionTool implements JavaTool {
         Class<?> clazz = load((String) className);
         String label = config.get("function") instanceof String ? (String) config.get("function")
                 : clazz.getName();
-        toolName =
-                config.get("tool_name") instanceof String ? (String) config.get("tool_name") : label;
+        Object named = config.get("tool_name");
+        toolName = named instanceof String ? (String) named : label;
         Object given = config.get("tool_description");
         description = given instanceof String && !((String) given).isEmpty()
                 ? (String) given : defaultDescription(label, clazz);
@@ -127,7 +127,8 @@ public class ScalarFunctionTool implements JavaTool {
      * @return the metadata as JSON
      * @throws IllegalArgumentException if the class cannot be a tool (the message says why)
      */
-    public static String describe(Class<?> clazz, String name, String description, String function) {
+    public static String describe(
+            Class<?> clazz, String name, String description, String function) {
         Method method = evalMethod(clazz);
         List<String> names = parameterNames(method);
         try {

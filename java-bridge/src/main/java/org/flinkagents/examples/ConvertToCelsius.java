@@ -11,6 +11,8 @@ import org.apache.flink.table.functions.ScalarFunction;
  */
 public class ConvertToCelsius extends ScalarFunction {
 
+    private static final long serialVersionUID = 1L;
+
     /**
      * Converts a temperature.
      *
