@@ -198,3 +198,39 @@ def test_an_unknown_skill_name_fails_the_model_call_with_the_list() -> None:
     env = _env_with_skills()
     with pytest.raises(Exception, match=r"unknown skill 'no-such-skill' \(skills: "):
         run_local(agent, [json.dumps({"command": "echo hi"})], env)
+
+
+def test_closing_a_setup_removes_its_bash_workspace() -> None:
+    from flink_agents.plan.tools.bash.bash_tool import BashTool
+    from flink_agents.runtime.skill.skill_manager import SkillManager
+    from flink_agents.runtime.skill.skill_tools import LoadSkillTool
+
+    skills = SkillManager(sources=Skills.from_local_dir(str(RESOURCES)).sources)
+    shared = {
+        (SKILLS_CONFIG, ResourceType.SKILLS): skills,
+        (BASH_TOOL, ResourceType.TOOL): BashTool(),
+    }
+    shared[(LOAD_SKILL_TOOL, ResourceType.TOOL)] = LoadSkillTool(
+        get_resource=lambda n, t: shared[(n, t)]
+    )
+    setup = ScriptedChatModelSetup(
+        connection="c",
+        skills=["math-calculator"],
+        allowed_commands=["echo"],
+        get_resource=lambda n, t: shared[(n, t)],
+    )
+    load, bash = setup.get_tools()
+    assert (load.name, bash.name) == ("load_skill", "bash")
+    assert setup.get_tools()[1] is bash  # bound once per setup
+    assert bash.call(command="echo bound") == "bound"
+    assert bash.roots()[1:] == [RESOURCES / "math-calculator"]
+    workspace = bash.workspace()
+    assert workspace.is_dir()
+    setup.close()
+    assert not workspace.exists()
+    assert (
+        shared[(BASH_TOOL, ResourceType.TOOL)]
+        .call(command="echo x")
+        .startswith("Command rejected: no commands are allowed")
+    )
+    skills.close()

@@ -141,6 +141,12 @@ class BaseChatModelSetup(Resource, ABC):
             self._skill_tools = tools
         return tools
 
+    def close(self) -> None:
+        """Close the skill tools bound to this setup (the bash tool's workspace)."""
+        tools, self._skill_tools = self._skill_tools, None
+        for tool in tools or []:
+            tool.close()
+
     def get_skill_discovery_prompt(self) -> str:
         """The system message that lists this setup's skills (empty without skills)."""
         if not self.skills:

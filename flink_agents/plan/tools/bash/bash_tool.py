@@ -34,6 +34,7 @@ Results are text for the model: the output (or ``Success``), ``Error (exit code 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
@@ -42,6 +43,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -173,7 +175,8 @@ class BashTool(Tool):
     environment: dict[str, str] = Field(default_factory=dict)
 
     _workspace: Path | None = PrivateAttr(default=None)
-    _owns_workspace: bool = PrivateAttr(default=False)
+    #: Removes the workspace the tool made (None: none made, or ``working_dir`` given).
+    _remove: Callable[[], None] | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
@@ -191,7 +194,7 @@ class BashTool(Tool):
             }
         )
         bound._workspace = None
-        bound._owns_workspace = False
+        bound._remove = None
         bound._lock = threading.Lock()
         risky = sorted(set(bound.allowed_commands) & RISKY_COMMANDS)
         if risky:
@@ -212,8 +215,13 @@ class BashTool(Tool):
                     path.mkdir(parents=True, exist_ok=True)
                     self._workspace = Path(os.path.realpath(path))
                 else:
-                    self._workspace = Path(tempfile.mkdtemp(prefix="flink-agents-bash-"))
-                    self._owns_workspace = True
+                    workspace = Path(tempfile.mkdtemp(prefix="flink-agents-bash-"))
+
+                    def remove() -> None:
+                        shutil.rmtree(workspace, ignore_errors=True)
+
+                    atexit.register(remove)  # if the tool is never closed
+                    self._workspace, self._remove = workspace, remove
             return self._workspace
 
     def roots(self) -> list[Path]:
@@ -228,10 +236,11 @@ class BashTool(Tool):
     def close(self) -> None:
         """Remove the workspace if the tool made it."""
         with self._lock:
-            workspace, self._workspace = self._workspace, None
-            owned, self._owns_workspace = self._owns_workspace, False
-        if workspace is not None and owned:
-            shutil.rmtree(workspace, ignore_errors=True)
+            self._workspace = None
+            remove, self._remove = self._remove, None
+        if remove is not None:
+            atexit.unregister(remove)
+            remove()
 
     # -- calls -----------------------------------------------------------------------------------
     def call(self, *args: Any, **kwargs: Any) -> str:
