@@ -35,6 +35,8 @@
      |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
      +-- TaskCancelledError          the Flink task was cancelled while its operator thread
      |                               waited (in-flight gate, drain): the wait gave up
+     +-- UnsupportedFlinkVersionError  the installed PyFlink is outside the supported versions
+     |                               (raised when the Flink host is imported; also an ImportError)
      +-- ClusterError                the local standalone cluster could not be started,
      |                               reached or stopped, or a job submission failed
      +-- CassetteError               a test cassette cannot be read or written
@@ -462,6 +464,20 @@ class CallTimeoutError(RuntimeFailure, TimeoutError):
 
 class JavaBridgeError(RuntimeFailure):
     """A Java resource raised; the message carries the Java exception text."""
+
+
+class UnsupportedFlinkVersionError(FlinkAgentsError, ImportError):
+    """The installed apache-flink (PyFlink) is outside the supported versions; raised when
+    the Flink host (``flink_agents.runtime.flink``) is imported. The message names the
+    supported range and how to install a supported version.
+
+    Attributes:
+        version: the installed apache-flink version.
+    """
+
+    def __init__(self, message: str, *, version: str = "") -> None:
+        super().__init__(message)
+        self.version = version
 
 
 class ClusterError(FlinkAgentsError, RuntimeError):
