@@ -200,11 +200,7 @@ class FlinkHost:
     def _loaders(self, cls: Any) -> list[Any]:
         """Class loaders that may see the bridge jar: the function's, then the session's
         (which holds the jars of ADD JAR)."""
-        loaders = [cls.getClassLoader()]
-        try:
-            loaders.append(self.t_env._j_tenv.getResourceManager().getUserClassLoader())
-        except Exception:  # noqa: BLE001 - not every Flink exposes it
-            pass
+        loaders = [cls.getClassLoader(), internals.user_class_loader(self.t_env)]
         return [loader for loader in loaders if loader is not None]
 
     def execution_mode(self) -> str:
