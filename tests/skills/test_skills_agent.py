@@ -135,8 +135,8 @@ def test_react_agent_with_skills_from_the_environment() -> None:
 def test_no_bash_tool_without_allowed_commands() -> None:
     agent = _echo_agent(skills=["math-calculator"])
     outputs = run_local(agent, [json.dumps({"command": "echo hi"})], _env_with_skills())
-    # the model was not offered bash; calling it anyway runs nothing
-    assert outputs == ["Command rejected: no commands are allowed (the setup's allowed_commands)"]
+    # the model was not offered bash; calling it anyway is an unknown tool (not run)
+    assert outputs == ["Error: unknown tool 'bash'; the tools you can call are: load_skill"]
 
 
 def test_discovery_message_follows_the_first_system_message() -> None:
