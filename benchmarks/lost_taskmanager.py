@@ -59,6 +59,7 @@ def main() -> None:
         recoveries.append(result["recovery_s"])
         print(
             f"run {n + 1}: {result['state']}, outputs exactly once: {once} "
+            f"restored from a checkpoint: {result['restored'] >= 1}, "
             f"({len(ids)} of {total}), restarts {result['restarts']}, killed after "
             f"{result['calls_at_kill']} calls, repeated calls {repeated} "
             f"({repeats[-1]:.1f} %), recovery {result['recovery_s']:.1f} s, "

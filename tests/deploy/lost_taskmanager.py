@@ -162,8 +162,10 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
         state = jobs.wait_for_state(rest, job_id, timeout=max(deadline - time.monotonic(), 1))
         finished = time.monotonic()
         outputs = committed_records(out_dir)
+        counts = jobs.checkpoint_stats(rest, job_id).get("counts", {})
         return {
             "state": state,
+            "restored": int(counts.get("restored", 0)),
             "outputs": outputs,
             "calls": _lines(calls),
             "calls_at_kill": calls_at_kill,
