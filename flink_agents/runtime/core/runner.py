@@ -23,9 +23,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from flink_agents.api.core_options import AgentConfigOptions, ErrorHandlingStrategy
+from flink_agents.api.core_options import (
+    AgentConfigOptions,
+    AgentExecutionOptions,
+    ErrorHandlingStrategy,
+)
 from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
 from flink_agents.api.events.listener import EventContext, EventListener
+from flink_agents.api.events.memory_event import MEMORY_EVENT_TYPES
+from flink_agents.api.events.run_event import AGENT_RUN_BEGIN_ACTION, AgentRunBeginEvent
 from flink_agents.api.hooks import HookContext, HookPoint
 from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
 from flink_agents.errors import ActionError, ConfigurationError, HookError, RuntimeFailure
@@ -33,6 +39,11 @@ from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.plan.behaviours import run_hooks
 from flink_agents.runtime.core.conditions import ConditionalActions
 from flink_agents.runtime.core.context import RunContext, _Run
+from flink_agents.runtime.core.memory_events import (
+    MemoryEventSettings,
+    ObservedRunContext,
+    run_begin_event,
+)
 from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import StoredMemoryObject
@@ -50,6 +61,9 @@ from flink_agents.runtime.observability.agent_metrics import AgentMetrics, Metri
 from flink_agents.runtime.resources import ResourceCache
 
 log = logging.getLogger("flink_agents.runtime")
+
+#: Events the runtime makes for whoever wants them: no warning when no action listens.
+_FRAMEWORK_TYPES = MEMORY_EVENT_TYPES | {AgentRunBeginEvent.EVENT_TYPE}
 
 
 class AgentRunner:
@@ -69,8 +83,6 @@ class AgentRunner:
     """
 
     def __init__(self, plan: AgentPlan, *, resources: ResourceCache | None = None) -> None:
-        from flink_agents.api.core_options import AgentExecutionOptions
-
         self.plan = plan
         self.config = plan.get_config()
         self.resources = resources or ResourceCache(plan)
@@ -141,12 +153,40 @@ class AgentRunner:
             self.observer = self.agent_metrics
         #: Event listeners (None: none, and the loop skips them).
         self._listeners: tuple[EventListener, ...] | None = None
+        #: Which memory operations become memory events (None: none).
+        settings = MemoryEventSettings.from_config(self.config)
+        self.memory_event_settings: MemoryEventSettings | None = settings if settings.any else None
+        #: What the loop makes an action's context from: :class:`ObservedRunContext` while
+        #: memory events are on and something can see them, else the plain one (whose
+        #: memory path has no observation code). See :meth:`_choose_context`.
+        self._context_class: type[RunContext] = RunContext
+        #: Send an AgentRunBeginEvent at the start of each run (off by default, as upstream).
+        self._run_begin = bool(self.config.get(AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT))
         for listener in _configured_listeners(self.config.get(AgentConfigOptions.EVENT_LISTENERS)):
             self.add_listener(listener)
+        self._choose_context()
 
     def add_listener(self, listener: EventListener) -> None:
         """Tell ``listener`` of every event the runs process, before their actions run."""
         self._listeners = (*(self._listeners or ()), listener)
+        self._choose_context()
+
+    def _choose_context(self) -> None:
+        """Observe memory only where a memory event can be seen: by the event log (an
+        observer of steps), a listener, or an action (listening to a memory event type, or
+        a trigger-condition expression that may select one). Otherwise the events would be made
+        only to be dropped, on the memory path of every action; they are not made then (and
+        so not counted in ``numOfEventProcessed``)."""
+        observer = self.observer
+        conditional = self._conditional
+        seen = (
+            (observer is not None and observer.observes_steps)
+            or any(listener._sees_memory_events for listener in self._listeners or ())
+            or (conditional is not None and conditional.may_select(MEMORY_EVENT_TYPES))
+            or not MEMORY_EVENT_TYPES.isdisjoint(self._actions_by_event)
+        )
+        observed = self.memory_event_settings is not None and seen
+        self._context_class = ObservedRunContext if observed else RunContext
 
     def _notify_listeners(self, run: _Run, event: Event) -> None:
         context = EventContext(
@@ -171,6 +211,7 @@ class AgentRunner:
         self.observer = combine([self.observer, observer])
         if close is not None:
             self._closables.append(close)
+        self._choose_context()
 
     def close(self) -> None:
         """Close long-term memory and resources, then shut the executor down (without
@@ -266,19 +307,48 @@ class AgentRunner:
         queue: deque[Event] = deque([InputEvent(input=value)])
         if steps is not None:
             steps.events_sent(EventsSent(run.info, list(queue), None, None))  # type: ignore[arg-type]
+        if self._run_begin:
+            await self._begin_run(run, queue, steps)
+            return
         await self._drive(run, queue, steps)
 
-    async def _drive(self, run: _Run, queue: deque[Event], observer: RunObserver | None) -> None:
-        """Send the events of ``queue`` (and what their actions send) through the actions."""
+    async def _begin_run(self, run: _Run, queue: deque[Event], steps: RunObserver | None) -> None:
+        """Run with an :class:`AgentRunBeginEvent` first, as upstream sends it: after the
+        input event was taken up (listeners hear of the input first), before any action;
+        its actions run before the input's. Its parent is the input event, its sender the
+        virtual action ``agent_run_begin_action``."""
+        begin = run_begin_event(run.key, run.short_term)
+        if begin is None:
+            await self._drive(run, queue, steps)
+            return
+        input_event = queue[0]
+        if steps is not None:
+            steps.events_sent(EventsSent(run.info, [begin], input_event, AGENT_RUN_BEGIN_ACTION))  # type: ignore[arg-type]
+        if self._listeners is not None:
+            self._notify_listeners(run, input_event)
+        queue.appendleft(begin)
+        await self._drive(run, queue, steps, notified=input_event)
+
+    async def _drive(
+        self,
+        run: _Run,
+        queue: deque[Event],
+        observer: RunObserver | None,
+        notified: Event | None = None,
+    ) -> None:
+        """Send the events of ``queue`` (and what their actions send) through the actions
+        (listeners were told of ``notified`` already)."""
         result = run.result
         info = run.info
         actions_by_event = self._actions_by_event
         listeners = self._listeners
         conditional = self._conditional
+        context_class = self._context_class
+        observed = context_class is not RunContext
         while queue:
             event = queue.popleft()
             run.processed += 1
-            if listeners is not None:
+            if listeners is not None and event is not notified:
                 self._notify_listeners(run, event)
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
@@ -292,7 +362,7 @@ class AgentRunner:
             for action, function, strategy, timeout, executed in actions:
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
-                ctx = RunContext(run, action, event)
+                ctx = context_class(run, action, event)
                 marks = run.short_term.mark(), run.sensory.mark()
                 perf = time.perf_counter() if observer is not None else 0.0
                 error: Exception | None = None
@@ -304,6 +374,8 @@ class AgentRunner:
                         else:
                             await _bounded_action(returned, timeout, action)
                     sent = ctx._sent
+                    if observed:
+                        sent.extend(ctx.memory_events())  # type: ignore[attr-defined]
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
@@ -420,8 +492,8 @@ class AgentRunner:
         if event.type in self._unheard:
             return
         self._unheard.add(event.type)
-        if isinstance(event, ErrorEvent):
-            return  # logged where it was raised
+        if isinstance(event, ErrorEvent) or event.type in _FRAMEWORK_TYPES:
+            return  # logged where it was raised; framework events need no listener
         if self._conditional is not None:
             # Expressions may select it for other attribute values: said once, at debug.
             log.debug("no action's trigger condition selected an event of type %r", event.type)
@@ -471,7 +543,7 @@ class AgentRunner:
                     "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, error
                 )
                 await asyncio.sleep(wait)
-                ctx = RunContext(run, action, event)
+                ctx = self._context_class(run, action, event)
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -481,6 +553,8 @@ class AgentRunner:
                             await _bounded_action(returned, timeout, action)
                     run.outcome = "retried"
                     self.counts.retried += 1
+                    if isinstance(ctx, ObservedRunContext):
+                        ctx._sent.extend(ctx.memory_events())
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise
