@@ -131,6 +131,13 @@ PUBLIC = {
         "BaseEmbeddingModelConnection",
         "BaseEmbeddingModelSetup",
     },
+    "flink_agents.api.tools.tool_parameter_injection": {
+        "InjectedArg",
+        "ToolParameterSource",
+        "merge_injected_args",
+        "normalize_injected_args",
+        "validate_injected_arg_names",
+    },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
         "CollectionManageableVectorStore",
