@@ -130,6 +130,8 @@ PUBLIC = {
     "flink_agents.api.embedding_models.embedding_model": {
         "BaseEmbeddingModelConnection",
         "BaseEmbeddingModelSetup",
+        "EmbeddingResult",
+        "EmbeddingTokenUsage",
     },
     "flink_agents.api.tools.tool_parameter_injection": {
         "InjectedArg",

@@ -19,6 +19,8 @@ import openai
 from flink_agents.api.embedding_models.embedding_model import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
+    EmbeddingResult,
+    EmbeddingTokenUsage,
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._openai import OpenAIClient
@@ -71,25 +73,49 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
 
+    @staticmethod
+    def _usage(reply: Any) -> EmbeddingTokenUsage | None:
+        usage = getattr(reply, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        total = getattr(usage, "total_tokens", None)
+        if prompt is None and total is None:
+            return None
+        prompt_tokens = int(prompt or 0)
+        return EmbeddingTokenUsage(
+            prompt_tokens, int(total) if total is not None else prompt_tokens
+        )
+
     def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """One vector per text.
 
         Raises:
             ModelCallError: the call failed after retries.
         """
-        if not texts:
-            return []
-        request, model = self._request(texts, kwargs)
-        reply, _ = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return self._vectors(reply, len(texts), model)
+        return self.embed_with_usage(texts, **kwargs).embeddings
 
     async def aembed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """Asynchronous :meth:`embed`."""
+        return (await self.aembed_with_usage(texts, **kwargs)).embeddings
+
+    def embed_with_usage(
+        self, texts: Sequence[str], **kwargs: Any
+    ) -> EmbeddingResult[list[list[float]]]:
+        """:meth:`embed` with the reply's ``usage`` (prompt and total tokens)."""
         if not texts:
-            return []
+            return EmbeddingResult([])
+        request, model = self._request(texts, kwargs)
+        reply, _ = self.call_with_retries(lambda: self._attempt(request), model=model)
+        return EmbeddingResult(self._vectors(reply, len(texts), model), self._usage(reply))
+
+    async def aembed_with_usage(
+        self, texts: Sequence[str], **kwargs: Any
+    ) -> EmbeddingResult[list[list[float]]]:
+        """Asynchronous :meth:`embed_with_usage`."""
+        if not texts:
+            return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
         reply, _ = await self.acall_with_retries(self._aattempt, request, model=model)
-        return self._vectors(reply, len(texts), model)
+        return EmbeddingResult(self._vectors(reply, len(texts), model), self._usage(reply))
 
 
 class OpenAIEmbeddingModelSetup(BaseEmbeddingModelSetup):

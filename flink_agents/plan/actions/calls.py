@@ -8,6 +8,7 @@ that must precede every tool call go right before :func:`call_tool`.
 from __future__ import annotations
 
 import asyncio
+import types
 from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
@@ -56,9 +57,10 @@ async def call_model(
             options = {**(options or {}), "prompt_args": prompt_args}
         achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
         return await ctx.durable_execute_async(achat, messages, **(options or {}))
+    # Bound to the setup (the same function and record signature): the runtime then sees
+    # a model call of this setup, for its metrics (tokens by action and model) and log.
     return await ctx.durable_execute_async(
-        _intercepted_model_call,
-        setup,
+        types.MethodType(_intercepted_model_call, setup),
         chain,
         ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
         prompt_args or {},

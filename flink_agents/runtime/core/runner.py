@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from flink_agents.api._usage import USAGE_SCOPE
 from flink_agents.api.core_options import (
     AgentConfigOptions,
     AgentExecutionOptions,
@@ -33,6 +34,7 @@ from flink_agents.api.events.listener import EventContext, EventListener
 from flink_agents.api.events.memory_event import MEMORY_EVENT_TYPES
 from flink_agents.api.events.run_event import AGENT_RUN_BEGIN_ACTION, AgentRunBeginEvent
 from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.resource import ResourceType
 from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
 from flink_agents.errors import ActionError, ConfigurationError, HookError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
@@ -151,6 +153,13 @@ class AgentRunner:
         if self.config.get(MetricsOptions.ENABLED):
             self.agent_metrics = AgentMetrics(self.metrics, self.counts)
             self.observer = self.agent_metrics
+        #: Open a usage scope (``api/_usage.py``) around each action execution, so the
+        #: tokens embedding calls report are booked to the action: only while metrics are
+        #: counted for a plan with embedding models (the scope costs a context-variable
+        #: set and reset per action).
+        self._usage_scoped = self.agent_metrics is not None and bool(
+            plan.resource_providers.get(ResourceType.EMBEDDING_MODEL)
+        )
         #: Event listeners (None: none, and the loop skips them).
         self._listeners: tuple[EventListener, ...] | None = None
         #: Which memory operations become memory events (None: none).
@@ -345,6 +354,7 @@ class AgentRunner:
         conditional = self._conditional
         context_class = self._context_class
         observed = context_class is not RunContext
+        usage_scoped = self._usage_scoped
         while queue:
             event = queue.popleft()
             run.processed += 1
@@ -366,6 +376,9 @@ class AgentRunner:
                 marks = run.short_term.mark(), run.sensory.mark()
                 perf = time.perf_counter() if observer is not None else 0.0
                 error: Exception | None = None
+                if usage_scoped:
+                    scope: list[tuple[Any, int, int]] = []
+                    scope_token = USAGE_SCOPE.set(scope)
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -391,6 +404,10 @@ class AgentRunner:
                 finally:
                     # Counted when the execution ended (however it ended).
                     executed[0] += 1
+                    if usage_scoped:
+                        USAGE_SCOPE.reset(scope_token)
+                        if scope:
+                            self._book_usage(action.name, scope)
                 if observer is not None:
                     outcome = None if error is None else run.outcome
                     self._action_ended(observer, run, action, event, perf, error, outcome)
@@ -399,6 +416,15 @@ class AgentRunner:
                     if sent or error is not None:
                         observer.events_sent(EventsSent(info, sent, event, action.name))  # type: ignore[arg-type]
                 queue.extend(sent)
+
+    def _book_usage(self, action: str, scope: list[tuple[Any, int, int]]) -> None:
+        """Book the tokens resources reported during an action execution to it."""
+        metrics = self.agent_metrics
+        if metrics is None:
+            return
+        for resource, prompt_tokens, total_tokens in scope:
+            name = self.resources.name_of(resource) or getattr(resource, "model", None) or "?"
+            metrics.embedding_usage(action, str(name), prompt_tokens, total_tokens)
 
     @staticmethod
     def _action_ended(
