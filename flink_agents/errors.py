@@ -4,6 +4,7 @@
 
     FlinkAgentsError
      +-- ConfigurationError          developer mistake: a bad option value or key
+     |    +-- MissingExtraError      an optional dependency is not installed (names the extra)
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- EventAttributeError         developer mistake: an event attribute that is not JSON
@@ -68,6 +69,19 @@ def _rebuild(cls: type[FlinkAgentsError], args: tuple[Any, ...], state: dict[str
 
 class ConfigurationError(FlinkAgentsError, ValueError):
     """An option has an unknown key or a value of the wrong type or range."""
+
+
+class MissingExtraError(ConfigurationError):
+    """An optional dependency of an integration is not installed.
+
+    Attributes:
+        extra: the extra of ``flink-agents-py`` that installs it (``pip install
+            'flink-agents-py[<extra>]'``).
+    """
+
+    def __init__(self, message: str, *, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class PlanValidationError(FlinkAgentsError, ValueError):
@@ -181,9 +195,10 @@ class TriggerConditionError(FlinkAgentsError, ValueError):
         column: the 1-based column of the problem, when known.
     """
 
-    def __init__(self, reason: str, expression: str, position: int | None = None) -> None:
+    def __init__(self, reason: str, expression: str = "", position: int | None = None) -> None:
         self.reason = reason
         self.expression = expression
+        self._position = position
         self.column = None if position is None else position + 1
         if position is None:
             text = f"trigger condition {expression!r}: {reason}"
@@ -193,6 +208,9 @@ class TriggerConditionError(FlinkAgentsError, ValueError):
                 f"    {expression}\n    {' ' * position}^"
             )
         super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled with its parts, not its text
+        return (type(self), (self.reason, self.expression, self._position))
 
 
 @dataclass(frozen=True)
@@ -367,6 +385,9 @@ class ModelCallError(RuntimeFailure):
         provider: e.g. ``"openai"``, ``"ollama"``.
         model: the model name.
         status: the HTTP status, if there was one.
+        throttled: the provider refused the (last) attempt because of a rate or quota
+            limit (``flink_agents/integrations/_throttling.py`` classifies each provider's
+            answers).
     """
 
     def __init__(
@@ -376,11 +397,13 @@ class ModelCallError(RuntimeFailure):
         provider: str | None = None,
         model: str | None = None,
         status: int | None = None,
+        throttled: bool = False,
         **location: Any,
     ) -> None:
         self.provider = provider
         self.model = model
         self.status = status
+        self.throttled = throttled
         parts = [p for p in (provider and f"provider={provider}", model and f"model={model}") if p]
         if status is not None:
             parts.append(f"status={status}")

@@ -14,6 +14,10 @@ Design notes:
   ``asyncio.Semaphore`` (bound to one loop) cannot.
 - **Async HTTP clients** are kept per event loop (:class:`PerLoop`): an httpx/openai async
   client's connection pool belongs to the loop that created it.
+- **Throttling**: a failed attempt whose answer means "slow down" (HTTP 429, Bedrock's
+  ``ThrottlingException``, Gemini's ``RESOURCE_EXHAUSTED``, DashScope's ``Throttling.*``...)
+  carries ``CallFailure.throttled``; each provider has one classifying function in
+  ``flink_agents/integrations/_throttling.py``. Throttled attempts are retried.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ class CallFailure(Exception):
         status: the HTTP status, if the server answered.
         retryable: whether another attempt may succeed.
         retry_after: seconds the server asked us to wait, if it said so.
+        throttled: the provider refused the call because of a rate or quota limit (as
+            classified by the provider's function in ``_throttling.py``); such a failure
+            is always retryable.
     """
 
     def __init__(
@@ -65,12 +72,14 @@ class CallFailure(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        throttled: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
-        self.retryable = retryable
+        self.retryable = retryable or throttled
         self.retry_after = retry_after
+        self.throttled = throttled
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -294,7 +303,13 @@ class ModelClientSettings(BaseModel):
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
         tries = f" after {attempts} attempt(s)" if exc.retryable else ""
         message = redact(f"{exc.message}{tries}", *self._secrets())
-        return ModelCallError(message, provider=self.PROVIDER, model=model, status=exc.status)
+        return ModelCallError(
+            message,
+            provider=self.PROVIDER,
+            model=model,
+            status=exc.status,
+            throttled=exc.throttled,
+        )
 
     def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
         """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit
@@ -410,11 +425,18 @@ class HttpJsonClient(ModelClientSettings):
                     )
         return self._async_clients.get()
 
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        """Whether an error reply (``body`` parsed, or None) is a rate/quota refusal; the
+        providers' classifiers are in ``_throttling.py``."""
+        return status == 429
+
     def _reply(self, response: httpx.Response) -> Any:
         status = response.status_code
         if status >= 400:
+            body: Any = None
             try:
-                detail = self._error_text(response.json()) or snippet(response.text)
+                body = response.json()
+                detail = self._error_text(body) or snippet(response.text)
             except ValueError:
                 detail = snippet(response.text) or response.reason_phrase
             raise CallFailure(
@@ -422,6 +444,7 @@ class HttpJsonClient(ModelClientSettings):
                 status=status,
                 retryable=is_retryable_status(status),
                 retry_after=parse_retry_after(response.headers),
+                throttled=self._is_throttling(status, body),
             )
         try:
             return response.json()
@@ -441,18 +464,20 @@ class HttpJsonClient(ModelClientSettings):
             retryable=isinstance(exc, httpx.TransportError),
         )
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        """One synchronous attempt."""
+    def _post(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        """One synchronous attempt (``headers``: extra ones for this request)."""
         try:
-            response = self.http.post(path, json=body)
+            response = self.http.post(path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise self._transport_failure(exc, path) from None
         return self._reply(response)
 
-    async def _apost(self, path: str, body: dict[str, Any]) -> Any:
-        """One asynchronous attempt."""
+    async def _apost(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> Any:
+        """One asynchronous attempt (``headers``: extra ones for this request)."""
         try:
-            response = await self.ahttp.post(path, json=body)
+            response = await self.ahttp.post(path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise self._transport_failure(exc, path) from None
         return self._reply(response)

@@ -19,6 +19,7 @@ from flink_agents.integrations._common import (
     secret_value,
     snippet,
 )
+from flink_agents.integrations._throttling import openai_is_throttling
 
 
 class OpenAIClient(ModelClientSettings):
@@ -66,13 +67,17 @@ class OpenAIClient(ModelClientSettings):
             kwargs["base_url"] = self.api_base_url
         return kwargs
 
+    def _new_client(self, kwargs: dict[str, Any], *, asynchronous: bool) -> Any:
+        """A new SDK client (Azure overrides this with the Azure clients)."""
+        return openai.AsyncOpenAI(**kwargs) if asynchronous else openai.OpenAI(**kwargs)
+
     @property
     def client(self) -> openai.OpenAI:
         """The synchronous SDK client (thread safe, shared)."""
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
-                    self._client = openai.OpenAI(**self._client_kwargs())
+                    self._client = self._new_client(self._client_kwargs(), asynchronous=False)
         return self._client
 
     @property
@@ -82,8 +87,12 @@ class OpenAIClient(ModelClientSettings):
             kwargs = self._client_kwargs()
             with self._client_lock:
                 if self._aclients is None:
-                    self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**kwargs))
+                    self._aclients = PerLoop(lambda: self._new_client(kwargs, asynchronous=True))
         return self._aclients.get()
+
+    def _where(self) -> str:
+        """The server, for messages."""
+        return self.api_base_url or "api.openai.com"
 
     def _failure(self, exc: Exception) -> CallFailure:
         if isinstance(exc, openai.APITimeoutError):
@@ -91,8 +100,7 @@ class OpenAIClient(ModelClientSettings):
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
             return CallFailure(
-                f"cannot reach {self.api_base_url or 'api.openai.com'}: "
-                f"{type(cause).__name__}: {cause}",
+                f"cannot reach {self._where()}: {type(cause).__name__}: {cause}",
                 retryable=True,
             )
         if isinstance(exc, openai.APIStatusError):
@@ -101,11 +109,13 @@ class OpenAIClient(ModelClientSettings):
             if isinstance(body, dict) and isinstance(body.get("error"), dict):
                 body = body["error"]
             detail = body.get("message") if isinstance(body, dict) else None
+            code = body.get("code") if isinstance(body, dict) else None
             return CallFailure(
                 f"HTTP {status}: {snippet(str(detail or exc.message))}",
                 status=status,
-                retryable=is_retryable_status(status),
+                retryable=is_retryable_status(status) and code != "insufficient_quota",
                 retry_after=parse_retry_after(exc.response.headers),
+                throttled=openai_is_throttling(status, str(code) if code else None),
             )
         if isinstance(exc, (ValueError, openai.APIResponseValidationError)):
             return CallFailure(f"malformed reply: {type(exc).__name__}: {snippet(str(exc))}")

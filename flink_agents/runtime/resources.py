@@ -28,6 +28,9 @@ class ResourceCache:
         self._lock = threading.RLock()
         self._cache: dict[tuple[ResourceType, str], Resource] = {}
         self.created: dict[tuple[ResourceType, str], int] = {}
+        #: the runner's metric group (set by the runner): resources that count what they
+        #: do (embedding setups: tokens) find it through their ``get_resource``.
+        self.metrics: Any = None
 
     def get(self, name: str, rtype: ResourceType | str) -> Any:
         """The resource ``name`` of type ``rtype``."""

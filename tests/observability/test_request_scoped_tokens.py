@@ -129,7 +129,7 @@ def test_embedding_result_api() -> None:
         def embed(self, texts: Any, **kwargs: Any) -> list[list[float]]:
             return [[1.0] for _ in texts]
 
-        def embed_with_usage(self, texts: Any, **kwargs: Any) -> EmbeddingResult[Any]:
+        def embed_with_usage(self, texts: Any, **kwargs: Any) -> EmbeddingResult:
             return EmbeddingResult(
                 self.embed(texts), EmbeddingTokenUsage(len(texts), 2 * len(texts))
             )
@@ -146,7 +146,8 @@ def test_embedding_result_api() -> None:
     one = setup.embed_with_usage("hi")
     assert one == EmbeddingResult([1.0], EmbeddingTokenUsage(1, 2))
     assert setup.embed(["a", "b"]) == [[1.0], [1.0]]
-    assert asyncio.run(setup.aembed_with_usage(["a", "b"])).token_usage == EmbeddingTokenUsage(2, 4)
+    assert setup.embed_with_usage(["a", "b"]).token_usage == EmbeddingTokenUsage(2, 4)
+    assert asyncio.run(setup.aembed(["a"])) == [[1.0]]
     setup = Setup(connection="c", get_resource=lambda name, rtype: plain)
     assert setup.embed_with_usage("hi") == EmbeddingResult([2.0], None)
     assert asyncio.run(setup.aembed("hi")) == [2.0]

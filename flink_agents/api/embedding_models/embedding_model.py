@@ -1,9 +1,13 @@
 """Embedding model extension points (connection = client, setup = per-use settings).
 
-A connection may report the tokens a call used by overriding :meth:`embed_with_usage`
-(returning an :class:`EmbeddingResult` with :class:`EmbeddingTokenUsage`, as in Apache Flink
-Agents); the setup's ``embed`` books them to the action that made the call (the metrics
-``action.<action>.model.<embedding setup>.promptTokens`` / ``totalTokens``).
+Token usage (names as in Apache Flink Agents): a connection that knows what a call cost
+implements :meth:`BaseEmbeddingModelConnection.embed_with_usage`, returning an
+:class:`EmbeddingResult` with :class:`EmbeddingTokenUsage`. The setup's ``embed`` /
+``aembed`` go through it and count the tokens in the agent's metrics, in the group
+``embedding_model`` = setup resource name: ``numOfEmbeddingCalls``,
+``embeddingPromptTokens``, ``embeddingTotalTokens``; and, request-scoped (as upstream main's
+token metrics), for the action that made the call: ``action.<action>.model.<setup>``
+``promptTokens`` / ``totalTokens`` (the runtime's usage scope, ``api/_usage.py``).
 """
 
 from __future__ import annotations
@@ -12,27 +16,26 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from flink_agents.api._usage import report_usage
 from flink_agents.api.resource import Resource, ResourceType
 
-_V = TypeVar("_V")
-
 
 @dataclass(frozen=True)
 class EmbeddingTokenUsage:
-    """Tokens an embedding call used, as the provider reported them."""
+    """Tokens an embedding call cost, as the provider reported them."""
 
     prompt_tokens: int = 0
     total_tokens: int = 0
 
 
 @dataclass(frozen=True)
-class EmbeddingResult(Generic[_V]):
-    """Embeddings with the provider's token usage (None: it reported none)."""
+class EmbeddingResult:
+    """Vectors (one per text; a setup's ``embed_with_usage`` of one text: its vector, as
+    upstream) and, when the provider reports it, the call's token usage."""
 
-    embeddings: _V
+    embeddings: Any
     token_usage: EmbeddingTokenUsage | None = None
 
 
@@ -51,25 +54,15 @@ class BaseEmbeddingModelConnection(Resource, ABC):
         """Asynchronous :meth:`embed`; a worker thread by default."""
         return await asyncio.to_thread(self.embed, texts, **kwargs)
 
-    def embed_with_usage(
-        self, texts: Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[list[list[float]]]:
-        """:meth:`embed` with the tokens it used; override to report them (by default
-        no usage is known)."""
-        return EmbeddingResult(self.embed(texts, **kwargs))
+    def embed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """:meth:`embed` with the token usage, when the connection knows it (override)."""
+        return EmbeddingResult(embeddings=self.embed(texts, **kwargs))
 
-    async def aembed_with_usage(
-        self, texts: Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[list[list[float]]]:
-        """Asynchronous :meth:`embed_with_usage` (:meth:`aembed`'s vectors unless only
-        the synchronous one reports usage)."""
-        cls = type(self)
-        if (
-            cls.embed_with_usage is not BaseEmbeddingModelConnection.embed_with_usage
-            and cls.aembed is BaseEmbeddingModelConnection.aembed
-        ):
+    async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Asynchronous :meth:`embed_with_usage`; wraps :meth:`aembed` unless overridden."""
+        if type(self).embed_with_usage is not BaseEmbeddingModelConnection.embed_with_usage:
             return await asyncio.to_thread(self.embed_with_usage, texts, **kwargs)
-        return EmbeddingResult(await self.aembed(texts, **kwargs))
+        return EmbeddingResult(embeddings=await self.aembed(texts, **kwargs))
 
 
 class BaseEmbeddingModelSetup(Resource, ABC):
@@ -99,34 +92,45 @@ class BaseEmbeddingModelSetup(Resource, ABC):
 
     def embed(self, text: str | Sequence[str], **kwargs: Any) -> Any:
         """A vector for one text, or a list of vectors for a list of texts."""
-        return self.embed_with_usage(text, **kwargs).embeddings
-
-    async def aembed(self, text: str | Sequence[str], **kwargs: Any) -> Any:
-        """Asynchronous :meth:`embed`."""
-        return (await self.aembed_with_usage(text, **kwargs)).embeddings
-
-    def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult[Any]:
-        """:meth:`embed` with the tokens the call used (booked to the running action)."""
         single = isinstance(text, str)
         texts = [text] if isinstance(text, str) else list(text)
         result = self.get_connection().embed_with_usage(texts, **{**self.model_kwargs, **kwargs})
-        return self._settled(result, single)
+        self._count(result)
+        return result.embeddings[0] if single else result.embeddings
 
-    async def aembed_with_usage(
-        self, text: str | Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[Any]:
-        """Asynchronous :meth:`embed_with_usage`."""
+    async def aembed(self, text: str | Sequence[str], **kwargs: Any) -> Any:
+        """Asynchronous :meth:`embed`."""
         single = isinstance(text, str)
         texts = [text] if isinstance(text, str) else list(text)
         result = await self.get_connection().aembed_with_usage(
             texts, **{**self.model_kwargs, **kwargs}
         )
-        return self._settled(result, single)
+        self._count(result)
+        return result.embeddings[0] if single else result.embeddings
 
-    def _settled(self, result: EmbeddingResult[Any], single: bool) -> EmbeddingResult[Any]:
+    def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """The vector of one text, or the vectors of a list, with the call's token usage."""
+        single = isinstance(text, str)
+        texts = [text] if isinstance(text, str) else list(text)
+        result = self.get_connection().embed_with_usage(texts, **{**self.model_kwargs, **kwargs})
+        self._count(result)
+        if single:
+            return EmbeddingResult(result.embeddings[0], result.token_usage)
+        return result
+
+    def _count(self, result: EmbeddingResult) -> None:
+        """Count the call and its tokens in the agent's metrics (when run by an agent), and
+        book the tokens to the action making the call (its usage scope, if one is open)."""
         usage = result.token_usage
         if usage is not None:
             report_usage(self, usage.prompt_tokens, usage.total_tokens)
-        if single:
-            return EmbeddingResult(result.embeddings[0], usage)
-        return result
+        owner: Any = getattr(self.get_resource, "__self__", None)
+        metrics = getattr(owner, "metrics", None)
+        if metrics is None:
+            return
+        name = owner.name_of(self) if hasattr(owner, "name_of") else None
+        group = metrics.get_sub_group("embedding_model", name or self.model or "embedding")
+        group.get_counter("numOfEmbeddingCalls").inc()
+        if usage is not None:
+            group.get_counter("embeddingPromptTokens").inc(usage.prompt_tokens)
+            group.get_counter("embeddingTotalTokens").inc(usage.total_tokens)

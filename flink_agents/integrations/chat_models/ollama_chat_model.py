@@ -26,6 +26,7 @@ from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, Bas
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, Stopwatch, snippet, usage
+from flink_agents.integrations._throttling import ollama_is_throttling
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     call_arguments,
@@ -98,6 +99,9 @@ class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
         """Apply ``request_timeout`` (the upstream name) to ``timeout``."""
         if self.request_timeout is not None:
             self.timeout = self.request_timeout
+
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        return ollama_is_throttling(status, str(self._error_text(body) or ""))
 
     def _base_url(self) -> str:
         return self.base_url

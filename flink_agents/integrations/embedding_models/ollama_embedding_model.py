@@ -21,6 +21,7 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, snippet
+from flink_agents.integrations._throttling import ollama_is_throttling
 
 
 class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
@@ -36,6 +37,9 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
     PROVIDER = "ollama"
 
     base_url: str = "http://localhost:11434"
+
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        return ollama_is_throttling(status, str(self._error_text(body) or ""))
 
     def _base_url(self) -> str:
         return self.base_url
@@ -78,9 +82,7 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
         """Asynchronous :meth:`embed`."""
         return (await self.aembed_with_usage(texts, **kwargs)).embeddings
 
-    def embed_with_usage(
-        self, texts: Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[list[list[float]]]:
+    def embed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """:meth:`embed` with Ollama's ``prompt_eval_count`` as the tokens used."""
         if not texts:
             return EmbeddingResult([])
@@ -88,9 +90,7 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
         data, _ = self.call_with_retries(lambda: self._post("/api/embed", request), model=model)
         return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
 
-    async def aembed_with_usage(
-        self, texts: Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[list[list[float]]]:
+    async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Asynchronous :meth:`embed_with_usage`."""
         if not texts:
             return EmbeddingResult([])

@@ -51,7 +51,7 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
             request["extra_body"] = extra_body
         return request, model
 
-    def _vectors(self, reply: Any, count: int, model: str) -> list[list[float]]:
+    def _vectors(self, reply: Any, count: int, model: str) -> EmbeddingResult:
         data = sorted(getattr(reply, "data", None) or [], key=lambda d: d.index)
         if len(data) != count:
             raise ModelCallError(
@@ -59,7 +59,12 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
                 provider=self.PROVIDER,
                 model=model,
             )
-        return [list(map(float, d.embedding)) for d in data]
+        u = getattr(reply, "usage", None)
+        tokens = None
+        if u is not None and getattr(u, "prompt_tokens", None) is not None:
+            prompt = int(u.prompt_tokens)
+            tokens = EmbeddingTokenUsage(prompt, int(getattr(u, "total_tokens", None) or prompt))
+        return EmbeddingResult([list(map(float, d.embedding)) for d in data], tokens)
 
     def _attempt(self, request: dict[str, Any]) -> Any:
         try:
@@ -73,18 +78,6 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
 
-    @staticmethod
-    def _usage(reply: Any) -> EmbeddingTokenUsage | None:
-        usage = getattr(reply, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None)
-        total = getattr(usage, "total_tokens", None)
-        if prompt is None and total is None:
-            return None
-        prompt_tokens = int(prompt or 0)
-        return EmbeddingTokenUsage(
-            prompt_tokens, int(total) if total is not None else prompt_tokens
-        )
-
     def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """One vector per text.
 
@@ -97,25 +90,25 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         """Asynchronous :meth:`embed`."""
         return (await self.aembed_with_usage(texts, **kwargs)).embeddings
 
-    def embed_with_usage(
-        self, texts: Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[list[list[float]]]:
-        """:meth:`embed` with the reply's ``usage`` (prompt and total tokens)."""
+    def embed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Vectors and the tokens the call cost (``usage.prompt_tokens``)."""
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
         reply, _ = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return EmbeddingResult(self._vectors(reply, len(texts), model), self._usage(reply))
+        return self._vectors(reply, len(texts), model)
 
-    async def aembed_with_usage(
-        self, texts: Sequence[str], **kwargs: Any
-    ) -> EmbeddingResult[list[list[float]]]:
+    async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Asynchronous :meth:`embed_with_usage`."""
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
         reply, _ = await self.acall_with_retries(self._aattempt, request, model=model)
-        return EmbeddingResult(self._vectors(reply, len(texts), model), self._usage(reply))
+        return self._vectors(reply, len(texts), model)
+
+    def close(self) -> None:
+        """Close the HTTP clients."""
+        OpenAIClient.close(self)
 
 
 class OpenAIEmbeddingModelSetup(BaseEmbeddingModelSetup):

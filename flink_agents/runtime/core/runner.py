@@ -93,6 +93,7 @@ class AgentRunner:
             thread_name_prefix="flink-agents-call",
         )
         self.metrics = SimpleMetricGroup("agent")
+        self.resources.metrics = self.metrics
         #: Plain counts of runs, events and actions (always kept: an integer addition per
         #: event and action); the built-in metrics read them.
         self.counts = RunCounts()

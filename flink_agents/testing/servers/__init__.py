@@ -28,6 +28,13 @@ ones).
 :class:`ScriptedServer` is the protocol-free base: a list of :class:`Reply` or a function
 ``request -> Reply``; the ``*_reply`` functions build provider bodies for it. A new provider
 is a :class:`ProviderServer` subclass naming its paths and building its bodies.
+
+:mod:`flink_agents.testing.servers.cloud_formats` has the wire formats of the cloud
+providers for a :class:`ScriptedServer`: OpenAI's Responses API, Azure OpenAI, DashScope,
+Amazon Bedrock's Converse (with :func:`~flink_agents.testing.servers.cloud_formats.verify_sigv4`,
+which recomputes a request's AWS signature) and Gemini / Vertex AI.
+:class:`~flink_agents.testing.servers.search_server.SearchServer` is an in-memory
+Elasticsearch / OpenSearch behind the part of their REST API the vector stores use.
 """
 
 from flink_agents.testing.ports import free_port, held_port
