@@ -31,6 +31,7 @@ from flink_agents.api.events.memory_event import (
     SensoryWriteEvent,
     ShortTermReadEvent,
     ShortTermWriteEvent,
+    _checked_event,
 )
 from flink_agents.api.events.run_event import AgentRunBeginEvent
 from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
@@ -106,25 +107,14 @@ class ObservedRunContext(RunContext):
 
     def __init__(self, run: _Run, action: ActionPlan, event: Event) -> None:
         super().__init__(run, action, event)
-        settings: MemoryEventSettings = run.runner.memory_event_settings  # type: ignore[assignment]
-        self._settings = settings
+        self._settings: MemoryEventSettings = run.runner.memory_event_settings  # type: ignore[assignment]
         self._observing = event.type not in MEMORY_EVENT_TYPES
+        # Made when the action first touches that memory (most actions touch none).
         self._short_term_writes: dict[str, Any] | None = None
         self._short_term_reads: dict[str, Any] | None = None
         self._sensory_writes: dict[str, Any] | None = None
         self._sensory_reads: dict[str, Any] | None = None
         self._long_term: list[tuple[Any, ...]] | None = None
-        if self._observing:
-            if settings.short_term_write:
-                self._short_term_writes = {}
-            if settings.short_term_read:
-                self._short_term_reads = {}
-            if settings.sensory_write:
-                self._sensory_writes = {}
-            if settings.sensory_read:
-                self._sensory_reads = {}
-            if settings.long_term_ops:
-                self._long_term = []
 
     @staticmethod
     def _view(
@@ -134,6 +124,10 @@ class ObservedRunContext(RunContext):
 
     @property
     def short_term_memory(self) -> MemoryObject:
+        settings = self._settings
+        if self._observing and self._short_term_writes is None and self._short_term_reads is None:
+            self._short_term_writes = {} if settings.short_term_write else None
+            self._short_term_reads = {} if settings.short_term_read else None
         writes, reads = self._short_term_writes, self._short_term_reads
         if writes is None and reads is None:
             return super().short_term_memory
@@ -141,6 +135,10 @@ class ObservedRunContext(RunContext):
 
     @property
     def sensory_memory(self) -> MemoryObject:
+        settings = self._settings
+        if self._observing and self._sensory_writes is None and self._sensory_reads is None:
+            self._sensory_writes = {} if settings.sensory_write else None
+            self._sensory_reads = {} if settings.sensory_read else None
         writes, reads = self._sensory_writes, self._sensory_reads
         if writes is None and reads is None:
             return super().sensory_memory
@@ -149,17 +147,26 @@ class ObservedRunContext(RunContext):
     @property
     def long_term_memory(self) -> BaseLongTermMemory:
         memory = super().long_term_memory
-        if self._long_term is not None:
+        ops = self._settings.long_term_ops
+        if self._observing and ops:
+            if self._long_term is None:
+                self._long_term = []
             observe = getattr(memory, "observe", None)
             if observe is not None:
-                observe(self._long_term, self._settings.long_term_ops)
+                observe(self._long_term, ops)
         return memory
 
     def memory_events(self) -> list[Event]:
         """The events of what the action did to memory (at most one per scope and kind),
         in upstream's order: writes (sensory, short-term), reads (sensory, short-term),
         long-term (update, get, search)."""
-        if not self._observing:
+        if not (
+            self._short_term_writes
+            or self._sensory_writes
+            or self._short_term_reads
+            or self._sensory_reads
+            or self._long_term
+        ):
             return []
         key = str(self._run.key)
         events: list[Event] = []
@@ -176,11 +183,14 @@ class ObservedRunContext(RunContext):
         return events
 
 
-def _add(events: list[Event], cls: type[MemoryEvent], **arguments: Any) -> None:
-    """Make a memory event; one that cannot be made is skipped with a warning (never its
-    values: they may be anything): observation never fails an action."""
+def _add(
+    events: list[Event], cls: type[MemoryEvent], key: str, value: dict[str, Any], **more: Any
+) -> None:
+    """Make a memory event of values memory already checked as JSON-like; one that cannot
+    be made is skipped with a warning (never its values): observation never fails an
+    action."""
     try:
-        events.append(cls(**arguments))
+        events.append(_checked_event(cls, key, value, **more))
     except (TypeError, ValueError) as exc:
         log.warning(
             "skipping a %s: its value is not JSON-compatible (%s)", cls.EVENT_TYPE, type(exc)
@@ -225,7 +235,7 @@ def run_begin_event(key: Any, store: MemoryStore) -> AgentRunBeginEvent | None:
     its objects) when the run starts. None, with a warning, if it cannot be made."""
     values = {path: value for path, value in store.snapshot().items() if value != OBJECT}
     try:
-        return AgentRunBeginEvent(key=str(key), value=values)
+        return _checked_event(AgentRunBeginEvent, str(key), values)
     except (TypeError, ValueError) as exc:
         log.warning("skipping the agent-run begin event of key %r (%s)", key, type(exc))
         return None
