@@ -55,8 +55,7 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
             "baseLogDir": str(log_dir),
             # The opt-in writer process: its interpreter is found inside pemja / Beam too.
             "event-log.writer": "process",
-            # Upstream main's run-begin event; with the event log on, memory events are
-            # made too (the tool loop's sensory write): both reach the log and the counts.
+            # Upstream main's run-begin event: in the log and the counts.
             "agent-run.begin-event": True,
         },
     )
@@ -76,8 +75,8 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
         vertex = None
         expected = {
             # counted when a run ends: the held run's events are not in yet
-            # + the run-begin event and the chat action's sensory write event per input
-            "numOfEventProcessed": (agents.EVENTS_PER_INPUT + 2) * INPUTS,
+            # + the run-begin event per input
+            "numOfEventProcessed": (agents.EVENTS_PER_INPUT + 1) * INPUTS,
             "numOfActionsExecuted": agents.ACTIONS_PER_INPUT * INPUTS,
             "action.answer.numOfActionsExecuted": INPUTS,
             "action.chat_model_action.numOfActionsExecuted": 2 * INPUTS,

@@ -160,29 +160,25 @@ def _runner(agent: Any, **config: Any) -> AgentRunner:
     return AgentRunner(AgentPlan.from_agent(agent, AgentConfiguration(config)))
 
 
-def test_nothing_is_observed_while_nothing_can_see_memory_events() -> None:
-    # No listener, no event log, no action listening to a memory event type, no
-    # trigger-condition expression: the plain context (no observation code) runs.
-    runner = _runner(memory_agent(with_audit=False))
-    try:
-        assert runner._context_class is RunContext
-        runner.run_sync("u1", {"tier": "gold"})
-        assert runner.counts.events == 2  # input and output: no memory event was made
-        runner.add_listener(agents.Recorder())
-        assert runner._context_class is ObservedRunContext
-        runner.run_sync("u1", {"tier": "gold"})
-        assert runner.counts.events == 2 + 4
-    finally:
-        runner.close()
-    # An action listening to memory events is enough; all switches off is never observed.
-    with_audit = _runner(memory_agent())
+def test_switched_off_the_plain_context_runs_and_counts_are_the_same_either_way() -> None:
+    # All switches off: the plain context, whose memory path has no observation code.
     off = _runner(memory_agent(), **{MemoryEventOptions.MEMORY_GENERATE_EVENT.key: False})
+    on = _runner(memory_agent(with_audit=False))
     try:
-        assert with_audit._context_class is ObservedRunContext
         assert off._context_class is RunContext and off.memory_event_settings is None
+        off.run_sync("u1", {"tier": "gold"})
+        assert off.counts.events == 2  # input and output
+        # On (the default), they are made whether or not anything looks (as upstream): a
+        # listener or the event log added later changes no count.
+        assert on._context_class is ObservedRunContext
+        on.run_sync("u1", {"tier": "gold"})
+        assert on.counts.events == 2 + 2  # + sensory and short-term writes
+        on.add_listener(agents.Recorder())
+        on.run_sync("u1", {"tier": "gold"})
+        assert on.counts.events == 4 + 4
     finally:
-        with_audit.close()
         off.close()
+        on.close()
 
 
 def test_run_begin_event_is_off_by_default() -> None:

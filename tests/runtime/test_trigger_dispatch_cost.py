@@ -21,7 +21,11 @@ from flink_agents.runtime.core import AgentRunner
     [
         ('type == "scored" && attributes.score > 5', {"scored"}, False),
         ('attributes.score > 5 && type == "scored"', {"scored"}, False),
-        ("(type == EventType.InputEvent || type == 'b') && score > 1", {"_input_event", "b"}, False),
+        (
+            "(type == EventType.InputEvent || type == 'b') && score > 1",
+            {"_input_event", "b"},
+            False,
+        ),
         ('"a" == type && type == "b"', set(), False),
         ('type == "a" || score > 1', None, False),  # an alternative of any type
         ("type != 'a'", None, False),

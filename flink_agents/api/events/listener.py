@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from flink_agents.api.events.event import Event
 
@@ -43,11 +43,6 @@ class EventContext:
 
 class EventListener(ABC):
     """Told of every event a run processes, before its actions run."""
-
-    #: Whether this listener makes memory events worth making (they are made only while
-    #: something can see them). False for the runtime's own listeners that look at other
-    #: events only.
-    _sees_memory_events: ClassVar[bool] = True
 
     @abstractmethod
     def on_event_processed(self, context: EventContext, event: Event) -> None:

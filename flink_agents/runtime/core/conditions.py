@@ -91,14 +91,6 @@ class ConditionalActions:
         #: for most types of a plan whose expressions name their type.
         self._by_type: dict[str, list[tuple[tuple[Any, ...], list[CompiledCondition]]]] = {}
 
-    def may_select(self, event_types: frozenset[str]) -> bool:
-        """Whether an expression could be true for an event of one of ``event_types``."""
-        return any(
-            c.event_types is None or not c.event_types.isdisjoint(event_types)
-            for _, conditions in self._actions
-            for c in conditions
-        )
-
     def _candidates(self, event_type: str) -> list[tuple[tuple[Any, ...], list[CompiledCondition]]]:
         candidates = []
         for entry, conditions in self._actions:

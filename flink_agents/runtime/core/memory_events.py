@@ -105,16 +105,24 @@ class MemoryEventSettings:
 class ObservedRunContext(RunContext):
     """A :class:`RunContext` whose memory notes what the action reads and writes."""
 
+    # What the action did, made when it first touches that memory (most actions touch
+    # none): class defaults, so making a context sets two attributes more than the plain one.
+    _short_term_writes: dict[str, Any] | None = None
+    _short_term_reads: dict[str, Any] | None = None
+    _sensory_writes: dict[str, Any] | None = None
+    _sensory_reads: dict[str, Any] | None = None
+    _long_term: list[tuple[Any, ...]] | None = None
+    #: Whether the action touched memory (the loop asks for events only then).
+    noted = False
+
     def __init__(self, run: _Run, action: ActionPlan, event: Event) -> None:
         super().__init__(run, action, event)
-        self._settings: MemoryEventSettings = run.runner.memory_event_settings  # type: ignore[assignment]
+        # An action triggered by a memory event makes none (no events about events).
         self._observing = event.type not in MEMORY_EVENT_TYPES
-        # Made when the action first touches that memory (most actions touch none).
-        self._short_term_writes: dict[str, Any] | None = None
-        self._short_term_reads: dict[str, Any] | None = None
-        self._sensory_writes: dict[str, Any] | None = None
-        self._sensory_reads: dict[str, Any] | None = None
-        self._long_term: list[tuple[Any, ...]] | None = None
+
+    @property
+    def _settings(self) -> MemoryEventSettings:
+        return self._run.runner.memory_event_settings  # type: ignore[return-value]
 
     @staticmethod
     def _view(
@@ -128,6 +136,7 @@ class ObservedRunContext(RunContext):
         if self._observing and self._short_term_writes is None and self._short_term_reads is None:
             self._short_term_writes = {} if settings.short_term_write else None
             self._short_term_reads = {} if settings.short_term_read else None
+            self.noted = True
         writes, reads = self._short_term_writes, self._short_term_reads
         if writes is None and reads is None:
             return super().short_term_memory
@@ -139,6 +148,7 @@ class ObservedRunContext(RunContext):
         if self._observing and self._sensory_writes is None and self._sensory_reads is None:
             self._sensory_writes = {} if settings.sensory_write else None
             self._sensory_reads = {} if settings.sensory_read else None
+            self.noted = True
         writes, reads = self._sensory_writes, self._sensory_reads
         if writes is None and reads is None:
             return super().sensory_memory
@@ -151,6 +161,7 @@ class ObservedRunContext(RunContext):
         if self._observing and ops:
             if self._long_term is None:
                 self._long_term = []
+                self.noted = True
             observe = getattr(memory, "observe", None)
             if observe is not None:
                 observe(self._long_term, ops)

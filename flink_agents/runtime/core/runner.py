@@ -166,9 +166,7 @@ class AgentRunner:
         #: Which memory operations become memory events (None: none).
         settings = MemoryEventSettings.from_config(self.config)
         self.memory_event_settings: MemoryEventSettings | None = settings if settings.any else None
-        #: What the loop makes an action's context from: :class:`ObservedRunContext` while
-        #: memory events are on and something can see them, else the plain one (whose
-        #: memory path has no observation code). See :meth:`_choose_context`.
+        #: What the loop makes an action's context from (see :meth:`_choose_context`).
         self._context_class: type[RunContext] = RunContext
         #: Send an AgentRunBeginEvent at the start of each run (off by default, as upstream).
         self._run_begin = bool(self.config.get(AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT))
@@ -179,23 +177,12 @@ class AgentRunner:
     def add_listener(self, listener: EventListener) -> None:
         """Tell ``listener`` of every event the runs process, before their actions run."""
         self._listeners = (*(self._listeners or ()), listener)
-        self._choose_context()
 
     def _choose_context(self) -> None:
-        """Observe memory only where a memory event can be seen: by the event log (an
-        observer of steps), a listener, or an action (listening to a memory event type, or
-        a trigger-condition expression that may select one). Otherwise the events would be made
-        only to be dropped, on the memory path of every action; they are not made then (and
-        so not counted in ``numOfEventProcessed``)."""
-        observer = self.observer
-        conditional = self._conditional
-        seen = (
-            (observer is not None and observer.observes_steps)
-            or any(listener._sees_memory_events for listener in self._listeners or ())
-            or (conditional is not None and conditional.may_select(MEMORY_EVENT_TYPES))
-            or not MEMORY_EVENT_TYPES.isdisjoint(self._actions_by_event)
-        )
-        observed = self.memory_event_settings is not None and seen
+        """The class of every action's context: :class:`ObservedRunContext` while any
+        memory operation becomes an event, else the plain :class:`RunContext`, whose memory
+        path has no observation code (memory events switched off cost nothing there)."""
+        observed = self.memory_event_settings is not None
         self._context_class = ObservedRunContext if observed else RunContext
 
     def _notify_listeners(self, run: _Run, event: Event) -> None:
@@ -221,7 +208,6 @@ class AgentRunner:
         self.observer = combine([self.observer, observer])
         if close is not None:
             self._closables.append(close)
-        self._choose_context()
 
     def close(self) -> None:
         """Close long-term memory and resources, then shut the executor down (without
@@ -388,7 +374,7 @@ class AgentRunner:
                         else:
                             await _bounded_action(returned, timeout, action)
                     sent = ctx._sent
-                    if observed:
+                    if observed and ctx.noted:  # type: ignore[attr-defined]
                         sent.extend(ctx.memory_events())  # type: ignore[attr-defined]
                 except asyncio.CancelledError:
                     raise
@@ -580,7 +566,7 @@ class AgentRunner:
                             await _bounded_action(returned, timeout, action)
                     run.outcome = "retried"
                     self.counts.retried += 1
-                    if isinstance(ctx, ObservedRunContext):
+                    if isinstance(ctx, ObservedRunContext) and ctx.noted:
                         ctx._sent.extend(ctx.memory_events())
                     return ctx._sent
                 except asyncio.CancelledError:

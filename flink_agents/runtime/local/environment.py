@@ -83,8 +83,6 @@ class LocalAgentBuilder(AgentBuilder):
 class _ToolRequestRecorder(EventListener):
     """Keeps the tool requests of the environment's runs (``get_tool_request_events``)."""
 
-    _sees_memory_events = False  # only tool requests: no reason to make memory events
-
     def __init__(self) -> None:
         self.events: list[ToolRequestEvent] = []
 
