@@ -66,11 +66,13 @@ def tool(
     requires_approval: bool = False,
     timeout: float | None = None,
     injected_args: dict[str, Any] | None = None,
+    side_effects: bool = False,
 ) -> Any:
     """Mark a function as a tool: the method name is the tool name, its signature and
     docstring give the argument schema and description.
 
-    Used bare (``@tool``) or with options (``@tool(requires_approval=True, timeout=5)``).
+    Used bare (``@tool``) or with options (``@tool(requires_approval=True, timeout=5)``,
+    ``@tool(side_effects=True)``).
 
     Args:
         func: the function (when used bare).
@@ -80,6 +82,7 @@ def tool(
         injected_args: parameters the runtime fills in, hidden from the model's schema:
             ``{"tenant_id": InjectedArg.from_config("tenant.id")}`` (see
             :mod:`flink_agents.api.tools.tool_parameter_injection`).
+        side_effects: the tool changes the world (see ``Tool.side_effects``).
 
     Raises:
         TypeError: ``injected_args`` is malformed.
@@ -93,6 +96,8 @@ def tool(
     options: dict[str, Any] = {}
     if requires_approval:
         options["requires_approval"] = True
+    if side_effects:
+        options["side_effects"] = True
     if timeout is not None:
         options["timeout"] = timeout
     injected = normalize_injected_args(injected_args)

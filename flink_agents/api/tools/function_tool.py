@@ -108,6 +108,7 @@ class FunctionTool(Tool):
         timeout: float | None = None,
         requires_approval: bool | None = None,
         injected_args: dict[str, Any] | None = None,
+        side_effects: bool | None = None,
     ) -> FunctionTool:
         """Make a tool from ``func``.
 
@@ -122,6 +123,8 @@ class FunctionTool(Tool):
                 ``@tool(requires_approval=...)``, else False).
             injected_args: parameters the runtime fills in (with those of
                 ``@tool(injected_args=...)``; the same parameter twice must agree).
+            side_effects: the tool changes the world (default: ``@tool(side_effects=...)``,
+                else False); see ``Tool.side_effects``.
 
         Raises:
             TypeError: malformed ``injected_args``.
@@ -143,6 +146,8 @@ class FunctionTool(Tool):
         validate_injected_arg_names(func, injected)
         if injected:
             options["injected_args"] = injected
+        if side_effects is not None:
+            options["side_effects"] = side_effects
         model, doc = _args_model(func)
         metadata = ToolMetadata(
             name=name or func.__name__,
