@@ -202,3 +202,56 @@ class StoredMemoryObject(MemoryObject):
 
     def __repr__(self) -> str:
         return f"MemoryObject({self._prefix or '<root>'}: {self.get_fields()!r})"
+
+
+class ObservedMemoryObject(StoredMemoryObject):
+    """A :class:`StoredMemoryObject` that notes writes and reads for memory events.
+
+    ``writes`` / ``reads`` (either may be None: not noted) map full dotted paths to the last
+    value written or read; ``new_object`` writes None (as upstream records it). Only the
+    runtime's observed contexts make these: a plain context keeps :class:`StoredMemoryObject`,
+    whose methods carry no observation code.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        prefix: str = "",
+        writes: dict[str, Any] | None = None,
+        reads: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(store, prefix)
+        self._writes = writes
+        self._reads = reads
+
+    def get(self, path_or_ref: str | MemoryRef) -> Any:
+        full = self._full(path_or_ref)
+        store = self._store
+        value = store._raw(full)
+        if _is_object(value):
+            return ObservedMemoryObject(store, full, self._writes, self._reads)
+        if self._reads is not None and store._exists(full):
+            self._reads[full] = value
+        return value
+
+    def set(self, path: str, value: Any) -> MemoryRef:
+        ref = super().set(path, value)
+        if self._writes is not None:
+            self._writes[ref.path] = self._store._raw(ref.path)
+        return ref
+
+    def new_object(self, path: str, *, overwrite: bool = False) -> MemoryObject:
+        full = self._full(path)
+        self._store.new_object(full, overwrite)
+        if self._writes is not None:
+            self._writes[full] = None
+        return ObservedMemoryObject(self._store, full, self._writes, self._reads)
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        if self._reads is not None:
+            prefix = f"{self._prefix}." if self._prefix else ""
+            for name, value in fields.items():
+                if not isinstance(value, dict) or not _is_object(self._store._raw(prefix + name)):
+                    self._reads[prefix + name] = value
+        return fields

@@ -16,6 +16,7 @@ connection's own deadline (the built-in providers' ``total_timeout``), else
 from __future__ import annotations
 
 import asyncio
+import types
 from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
@@ -91,9 +92,10 @@ async def call_model_offering(
         achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
         reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
     else:
+        # Bound to the setup (the same function and record signature): the runtime then
+        # sees a model call of this setup, for its metrics (tokens by action and model).
         reply = await ctx.durable_execute_async(
-            _intercepted_model_call,
-            setup,
+            types.MethodType(_intercepted_model_call, setup),
             chain,
             ModelCallRequest(
                 model=model, messages=messages, options=dict(options or {}), key=ctx.key

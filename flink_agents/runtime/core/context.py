@@ -9,6 +9,8 @@ records (see docs/ARCHITECTURE.md, "Approval: paused runs").
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import logging
 import pickle
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from flink_agents.api._usage import USAGE_SCOPE
 from flink_agents.api.approval import ApprovalOptions, ApprovalRequest, ApprovalResponse
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, event_class_for
@@ -317,9 +320,13 @@ class RunContext(RunnerContext):
                 result = await target(*args, **kwargs)
             else:
                 loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(
-                    self._run.runner.executor, lambda: target(*args, **kwargs)
-                )
+                if USAGE_SCOPE.get() is None:
+                    call = functools.partial(target, *args, **kwargs)
+                else:  # the worker thread books usage to this action too
+                    call = functools.partial(
+                        contextvars.copy_context().run, target, *args, **kwargs
+                    )
+                result = await loop.run_in_executor(self._run.runner.executor, call)
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
