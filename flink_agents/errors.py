@@ -303,6 +303,9 @@ class ModelCallError(RuntimeFailure):
         provider: e.g. ``"openai"``, ``"ollama"``.
         model: the model name.
         status: the HTTP status, if there was one.
+        throttled: the provider refused the (last) attempt because of a rate or quota
+            limit (``flink_agents/integrations/_throttling.py`` classifies each provider's
+            answers).
     """
 
     def __init__(
@@ -312,11 +315,13 @@ class ModelCallError(RuntimeFailure):
         provider: str | None = None,
         model: str | None = None,
         status: int | None = None,
+        throttled: bool = False,
         **location: Any,
     ) -> None:
         self.provider = provider
         self.model = model
         self.status = status
+        self.throttled = throttled
         parts = [p for p in (provider and f"provider={provider}", model and f"model={model}") if p]
         if status is not None:
             parts.append(f"status={status}")

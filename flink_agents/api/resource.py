@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 
 class ResourceType(str, Enum):
@@ -43,6 +44,26 @@ RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
 }
 
 
+@dataclass(frozen=True)
+class ResourceContext:
+    """Where a resource runs, as the runtime tells it (:meth:`Resource.open`).
+
+    Attributes:
+        name: the name the resource is declared under.
+        parallelism: subtasks of the agent's operator: a connection with limits for the
+            whole job (``requests_per_minute``...) paces at its share, the limit divided by
+            this (1 in the local environment).
+        subtask_index: which of them this one is (from 0).
+        metric_group: the resource's own metric group (the agent's group ``connection`` =
+            name for connections), or None.
+    """
+
+    name: str = ""
+    parallelism: int = 1
+    subtask_index: int = 0
+    metric_group: Any = None
+
+
 class Resource(BaseModel, ABC):
     """Base class of every resource.
 
@@ -59,10 +80,23 @@ class Resource(BaseModel, ABC):
         default=None, exclude=True, repr=False
     )
 
+    _resource_context: ResourceContext | None = PrivateAttr(default=None)
+
     @classmethod
     @abstractmethod
     def resource_type(cls) -> ResourceType:
         """The kind of this resource."""
+
+    def open(self, context: ResourceContext) -> None:
+        """Called by the runtime once, right after it created the resource and before the
+        resource is used: where it runs (parallelism, metric group). An override calls
+        ``super().open(context)``."""
+        self._resource_context = context
+
+    @property
+    def resource_context(self) -> ResourceContext:
+        """What :meth:`open` was given (a resource made by hand: one subtask, no metrics)."""
+        return self._resource_context or ResourceContext()
 
     def close(self) -> None:
         """Release what the resource holds (connections, processes). Called once."""

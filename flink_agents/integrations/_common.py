@@ -7,33 +7,41 @@ Design notes:
 
 - **Retries** use ``tenacity``: exponential backoff with jitter on 408/409/425/429/5xx,
   timeouts and connection errors; a ``Retry-After`` header shortens or lengthens the wait
-  (never beyond ``retry_max_backoff``). Anything else fails at once.
-- **Concurrency** is limited per connection by :class:`CallLimiter`, a semaphore that works
-  across threads *and* event loops (the local runner uses a fresh loop per ``execute()``,
-  the Flink host one background loop, sync ``chat`` any thread), which an
-  ``asyncio.Semaphore`` (bound to one loop) cannot.
+  (never beyond ``retry_max_backoff``). Anything else fails at once. A throttled attempt
+  (``adaptive``, the default) is retried without backoff of its own: the governor holds it
+  until the server's ``Retry-After`` has passed and paces it; ``max_throttled_retries``
+  counts those apart from ``max_retries``.
+- **Concurrency, pacing and throttling**: every attempt passes the connection's governor
+  (``_pacing.py``): ``max_concurrency`` and the declared limits (``requests_per_minute``,
+  ``tokens_per_minute``, ``max_concurrent_requests``), an adaptive limit lowered by
+  throttling answers. Its waits work across threads *and* event loops (the local runner
+  uses one loop per session, the Flink host a background loop, sync ``chat`` any thread),
+  which an ``asyncio.Semaphore`` (bound to one loop) cannot.
 - **Async HTTP clients** are kept per event loop (:class:`PerLoop`): an httpx/openai async
   client's connection pool belongs to the loop that created it.
+- **Throttling**: a failed attempt whose answer means "slow down" (HTTP 429, Bedrock's
+  ``ThrottlingException``, Gemini's ``RESOURCE_EXHAUSTED``, DashScope's ``Throttling.*``...)
+  carries ``CallFailure.throttled``; each provider has one classifying function in
+  ``flink_agents/integrations/_throttling.py``. Throttled attempts are retried.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import random
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import httpx
 import tenacity
-from pydantic import BaseModel, Field, PrivateAttr, SecretStr
+from pydantic import Field, PrivateAttr, SecretStr
 
 from flink_agents.errors import ModelCallError
+from flink_agents.integrations._pacing import CallReport, Permit, RateLimitSettings, retry_delay
 
 log = logging.getLogger("flink_agents.integrations")
 
@@ -56,6 +64,9 @@ class CallFailure(Exception):
         status: the HTTP status, if the server answered.
         retryable: whether another attempt may succeed.
         retry_after: seconds the server asked us to wait, if it said so.
+        throttled: the provider refused the call because of a rate or quota limit (as
+            classified by the provider's function in ``_throttling.py``); such a failure
+            is always retryable.
     """
 
     def __init__(
@@ -65,27 +76,20 @@ class CallFailure(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        throttled: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
-        self.retryable = retryable
+        self.retryable = retryable or throttled
         self.retry_after = retry_after
+        self.throttled = throttled
 
 
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``retry-after`` headers (numbers only)."""
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue  # an HTTP date: fall back to our own backoff
-    return None
+    """Seconds the server asked to wait: ``retry-after-ms``, ``retry-after`` (seconds or an
+    HTTP date), else the soonest rate-limit reset header (``_pacing.retry_delay``)."""
+    return retry_delay(headers)
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -100,93 +104,6 @@ def snippet(text: str, limit: int = 300) -> str:
     """The start of a (possibly long) server reply, for error messages."""
     text = text.strip()
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-class CallLimiter:
-    """A counting semaphore usable from any thread and any event loop.
-
-    Async waiters park on a future of their own loop and are woken through
-    ``call_soon_threadsafe``; sync waiters park on a ``threading.Event``. A released slot is
-    handed directly to the oldest waiter, so waiting is fair (FIFO).
-    """
-
-    def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"concurrency limit must be >= 1, got {limit}")
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._in_use = 0
-        self._waiters: collections.deque[Any] = collections.deque()
-
-    @property
-    def in_use(self) -> int:
-        """Slots currently held."""
-        return self._in_use
-
-    def release(self) -> None:
-        """Give a slot back (to the oldest waiter, if any)."""
-        while True:
-            with self._lock:
-                if not self._waiters:
-                    self._in_use -= 1
-                    return
-                waiter = self._waiters.popleft()
-            if isinstance(waiter, threading.Event):
-                waiter.set()
-                return
-            loop, fut = waiter
-            try:
-                loop.call_soon_threadsafe(self._grant, fut)
-                return
-            except RuntimeError:  # that loop is closed: its waiter is gone, try the next
-                continue
-
-    def _grant(self, fut: asyncio.Future[None]) -> None:
-        if fut.cancelled():
-            self.release()  # the waiter gave up after the slot was handed to it
-        else:
-            fut.set_result(None)
-
-    async def acquire(self) -> None:
-        """Wait for a slot without blocking the event loop."""
-        with self._lock:
-            if self._in_use < self.limit and not self._waiters:
-                self._in_use += 1
-                return
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            entry = (asyncio.get_running_loop(), fut)
-            self._waiters.append(entry)
-        try:
-            await fut
-        except asyncio.CancelledError:
-            with self._lock:
-                try:
-                    self._waiters.remove(entry)
-                    queued = True
-                except ValueError:
-                    queued = False
-            if not queued and fut.done() and not fut.cancelled():
-                self.release()  # granted, then cancelled before we could use it
-            raise
-
-    def acquire_sync(self) -> None:
-        """Block the calling thread until a slot is free."""
-        with self._lock:
-            if self._in_use < self.limit and not self._waiters:
-                self._in_use += 1
-                return
-            event = threading.Event()
-            self._waiters.append(event)
-        event.wait()
-
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        """``with limiter.hold():`` for sync callers."""
-        self.acquire_sync()
-        try:
-            yield
-        finally:
-            self.release()
 
 
 class PerLoop(Generic[T]):
@@ -221,8 +138,9 @@ class PerLoop(Generic[T]):
                     pass  # the loop closed meanwhile
 
 
-class ModelClientSettings(BaseModel):
-    """Options every model connection has (timeouts, retries, concurrency).
+class ModelClientSettings(RateLimitSettings):
+    """Options every model connection has (timeouts, retries, concurrency, and the rate
+    limits of :class:`~flink_agents.integrations._pacing.RateLimitSettings`).
 
     Attributes:
         timeout: seconds one attempt may take before it counts as failed.
@@ -230,8 +148,8 @@ class ModelClientSettings(BaseModel):
             connection error); 0 disables retries.
         retry_initial_backoff: seconds before the first retry; doubles on each retry.
         retry_max_backoff: upper bound of one wait between attempts.
-        max_concurrency: calls this connection runs at once (per task slot); further calls
-            wait for a free slot.
+        max_concurrency: attempts this connection has in flight at once per task slot
+            (the adaptive limit moves below it); further calls wait for a free place.
     """
 
     timeout: float = Field(default=60.0, gt=0)
@@ -240,20 +158,10 @@ class ModelClientSettings(BaseModel):
     retry_max_backoff: float = Field(default=8.0, ge=0)
     max_concurrency: int = Field(default=16, ge=1)
 
-    _limiter: CallLimiter | None = PrivateAttr(default=None)
     _limiter_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     #: provider name used in errors and logs; set by each integration.
     PROVIDER: ClassVar[str] = "model"
-
-    @property
-    def limiter(self) -> CallLimiter:
-        """This connection's concurrency limiter."""
-        if self._limiter is None:
-            with self._limiter_lock:
-                if self._limiter is None:
-                    self._limiter = CallLimiter(self.max_concurrency)
-        return self._limiter
 
     def _secrets(self) -> tuple[str | None, ...]:
         """Secret values to scrub from error messages (override where there are some)."""
@@ -261,15 +169,38 @@ class ModelClientSettings(BaseModel):
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, CallFailure) and exc.throttled and self.adaptive:
+            return 0.0  # the governor waits: the server's Retry-After, then paced
         backoff = self.retry_initial_backoff * (2 ** (state.attempt_number - 1))
         backoff = min(self.retry_max_backoff, backoff * (0.5 + random.random() / 2))
         if isinstance(exc, CallFailure) and exc.retry_after is not None:
             backoff = min(self.retry_max_backoff, exc.retry_after)
         return backoff
 
-    def _retry_kwargs(self, model: str | None) -> dict[str, Any]:
+    def _retry_kwargs(self, model: str | None, report: CallReport) -> dict[str, Any]:
+        adaptive = self.adaptive
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            # Throttled attempts (paced by the governor) count apart from failures.
+            if adaptive and report.throttled and report.failures == 0:
+                return report.throttled > self.max_throttled_retries
+            if adaptive:
+                return report.failures > self.max_retries or (
+                    report.throttled > self.max_throttled_retries
+                )
+            return state.attempt_number >= self.max_retries + 1
+
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, CallFailure) and exc.throttled and adaptive:
+                log.info(
+                    "%s call to model %r was throttled (%d time(s)): %s; paced retry",
+                    self.PROVIDER,
+                    model,
+                    report.throttled,
+                    redact(str(exc), *self._secrets()),
+                )
+                return
             wait = state.next_action.sleep if state.next_action else 0.0
             log.warning(
                 "%s call to model %r failed (attempt %d of %d): %s; retrying in %.2fs",
@@ -282,7 +213,7 @@ class ModelClientSettings(BaseModel):
             )
 
         return {
-            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
+            "stop": stop,
             "wait": self._wait,
             "retry": tenacity.retry_if_exception(
                 lambda e: isinstance(e, CallFailure) and e.retryable
@@ -294,38 +225,109 @@ class ModelClientSettings(BaseModel):
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
         tries = f" after {attempts} attempt(s)" if exc.retryable else ""
         message = redact(f"{exc.message}{tries}", *self._secrets())
-        return ModelCallError(message, provider=self.PROVIDER, model=model, status=exc.status)
+        return ModelCallError(
+            message,
+            provider=self.PROVIDER,
+            model=model,
+            status=exc.status,
+            throttled=exc.throttled,
+        )
 
-    def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
-        """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit
-        with retries. Returns the result and the number of attempts made.
+    # -- one attempt through the governor (flink_agents/integrations/_pacing.py) -------------
+    def _settle_attempt(
+        self,
+        permit: Permit,
+        report: CallReport,
+        result: Any,
+        error: BaseException | None,
+        usage_of: Callable[[Any], tuple[Any, Any] | None] | None,
+    ) -> None:
+        governor = self.governor
+        report.waited += permit.waited
+        if error is None:
+            used = usage_of(result) if usage_of is not None else None
+            prompt, completion = used if used else (None, None)
+            governor.succeeded(permit, prompt_tokens=prompt, completion_tokens=completion)
+        elif isinstance(error, CallFailure) and error.throttled:
+            report.throttled += 1
+            governor.throttled(permit, error.retry_after)
+        else:
+            if isinstance(error, CallFailure):
+                report.failures += 1
+            governor.failed(permit)
+
+    def call_with_retries(
+        self,
+        attempt: Callable[[], T],
+        *,
+        model: str | None,
+        tokens: int | None = None,
+        usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
+        report: CallReport | None = None,
+    ) -> tuple[T, int]:
+        """Run ``attempt`` (which raises :class:`CallFailure`) with retries, each attempt
+        let through by the connection's governor (concurrency, pacing, throttling: see
+        ``_pacing.py``). Returns the result and the number of attempts made.
+
+        Args:
+            attempt: one attempt.
+            model: the model name (for errors and logs).
+            tokens: the request's estimated prompt tokens (``estimate_prompt_tokens``),
+                for a ``tokens_per_minute`` limit.
+            usage_of: ``(prompt tokens, completion tokens)`` of a result (None: unknown),
+                which corrects the token estimates.
+            report: filled with what the governor did (throttling answers, waits).
 
         Raises:
             ModelCallError: the call failed for good.
         """
-        retrying = tenacity.Retrying(**self._retry_kwargs(model))
-        with self.limiter.hold():
+        report = report if report is not None else CallReport()
+        retrying = tenacity.Retrying(**self._retry_kwargs(model, report))
+
+        def governed() -> T:
+            permit = self.governor.acquire_sync(tokens)
             try:
-                result = retrying(attempt)
-            except CallFailure as exc:
-                raise self._error(
-                    exc, model, retrying.statistics.get("attempt_number", 1)
-                ) from None
+                result = attempt()
+            except BaseException as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                raise
+            self._settle_attempt(permit, report, result, None, usage_of)
+            return result
+
+        try:
+            result = retrying(governed)
+        except CallFailure as exc:
+            raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
         return result, int(retrying.statistics.get("attempt_number", 1))
 
     async def acall_with_retries(
-        self, attempt: Callable[..., Awaitable[T]], *args: Any, model: str | None
+        self,
+        attempt: Callable[..., Awaitable[T]],
+        *args: Any,
+        model: str | None,
+        tokens: int | None = None,
+        usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
+        report: CallReport | None = None,
     ) -> tuple[T, int]:
         """Asynchronous :meth:`call_with_retries`: ``attempt`` is an ``async def`` function
-        (called with ``args``)."""
-        retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model))
-        await self.limiter.acquire()
+        (called with ``args``); waits in the governor hold no thread."""
+        report = report if report is not None else CallReport()
+        retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model, report))
+
+        async def governed(*a: Any) -> T:
+            permit = await self.governor.acquire(tokens)
+            try:
+                result = await attempt(*a)
+            except BaseException as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                raise
+            self._settle_attempt(permit, report, result, None, usage_of)
+            return result
+
         try:
-            result: T = await retrying(attempt, *args)
+            result: T = await retrying(governed, *args)
         except CallFailure as exc:
             raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
-        finally:
-            self.limiter.release()
         return result, int(retrying.statistics.get("attempt_number", 1))
 
 
@@ -410,11 +412,18 @@ class HttpJsonClient(ModelClientSettings):
                     )
         return self._async_clients.get()
 
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        """Whether an error reply (``body`` parsed, or None) is a rate/quota refusal; the
+        providers' classifiers are in ``_throttling.py``."""
+        return status == 429
+
     def _reply(self, response: httpx.Response) -> Any:
         status = response.status_code
         if status >= 400:
+            body: Any = None
             try:
-                detail = self._error_text(response.json()) or snippet(response.text)
+                body = response.json()
+                detail = self._error_text(body) or snippet(response.text)
             except ValueError:
                 detail = snippet(response.text) or response.reason_phrase
             raise CallFailure(
@@ -422,6 +431,7 @@ class HttpJsonClient(ModelClientSettings):
                 status=status,
                 retryable=is_retryable_status(status),
                 retry_after=parse_retry_after(response.headers),
+                throttled=self._is_throttling(status, body),
             )
         try:
             return response.json()

@@ -19,6 +19,7 @@ from flink_agents.integrations._common import (
     secret_value,
     snippet,
 )
+from flink_agents.integrations._throttling import openai_is_throttling
 
 
 class OpenAIClient(ModelClientSettings):
@@ -101,11 +102,13 @@ class OpenAIClient(ModelClientSettings):
             if isinstance(body, dict) and isinstance(body.get("error"), dict):
                 body = body["error"]
             detail = body.get("message") if isinstance(body, dict) else None
+            code = body.get("code") if isinstance(body, dict) else None
             return CallFailure(
                 f"HTTP {status}: {snippet(str(detail or exc.message))}",
                 status=status,
-                retryable=is_retryable_status(status),
+                retryable=is_retryable_status(status) and code != "insufficient_quota",
                 retry_after=parse_retry_after(exc.response.headers),
+                throttled=openai_is_throttling(status, str(code) if code else None),
             )
         if isinstance(exc, (ValueError, openai.APIResponseValidationError)):
             return CallFailure(f"malformed reply: {type(exc).__name__}: {snippet(str(exc))}")

@@ -76,6 +76,7 @@ PUBLIC = {
     },
     "flink_agents.api.resource": {
         "Resource",
+        "ResourceContext",
         "ResourceDescriptor",
         "ResourceName",
         "ResourceType",

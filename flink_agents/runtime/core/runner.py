@@ -61,12 +61,12 @@ class AgentRunner:
 
         self.plan = plan
         self.config = plan.get_config()
-        self.resources = resources or ResourceCache(plan)
+        self.metrics = SimpleMetricGroup("agent")
+        self.resources = resources or ResourceCache(plan, metrics=self.metrics)
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
             thread_name_prefix="flink-agents-call",
         )
-        self.metrics = SimpleMetricGroup("agent")
         #: Plain counts of runs, events and actions (always kept: an integer addition per
         #: event and action); the built-in metrics read them.
         self.counts = RunCounts()

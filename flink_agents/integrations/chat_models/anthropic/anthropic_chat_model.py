@@ -36,6 +36,8 @@ from flink_agents.integrations._common import (
     snippet,
     usage,
 )
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
+from flink_agents.integrations._throttling import anthropic_is_throttling
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     call_arguments,
@@ -106,6 +108,14 @@ def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
     }
 
 
+def anthropic_usage(data: Any) -> tuple[Any, Any] | None:
+    """``(input tokens, output tokens)`` of a Messages reply."""
+    u = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(u, dict):
+        return None
+    return u.get("input_tokens"), u.get("output_tokens")
+
+
 class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
     """Client of the Anthropic Messages API (or a server compatible with it).
 
@@ -141,6 +151,11 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
 
     def _base_url(self) -> str:
         return self.base_url
+
+    def _is_throttling(self, status: int, body: Any) -> bool:
+        error = body.get("error") if isinstance(body, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        return anthropic_is_throttling(status, kind)
 
     def _headers(self) -> dict[str, str]:
         return {"x-api-key": self._key(), "anthropic-version": self.anthropic_version}
@@ -217,11 +232,15 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
             ModelCallError: the call failed after retries (names provider, model, status).
         """
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         data, attempts = self.call_with_retries(
-            lambda: self._post("/v1/messages", request), model=model
+            lambda: self._post("/v1/messages", request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=anthropic_usage,
+            report=report,
         )
-        return self._parse(data, model, watch, attempts)
+        return with_report(self._parse(data, model, watch, attempts), report)
 
     async def achat(
         self,
@@ -231,11 +250,17 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
     ) -> ChatMessage:
         """Asynchronous :meth:`chat` (``httpx.AsyncClient``)."""
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         data, attempts = await self.acall_with_retries(
-            self._apost, "/v1/messages", request, model=model
+            self._apost,
+            "/v1/messages",
+            request,
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=anthropic_usage,
+            report=report,
         )
-        return self._parse(data, model, watch, attempts)
+        return with_report(self._parse(data, model, watch, attempts), report)
 
     def close(self) -> None:
         """Close the HTTP clients."""

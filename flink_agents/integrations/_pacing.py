@@ -1,0 +1,770 @@
+"""Rate governance of a model connection: declared limits, pacing, adaptive concurrency.
+
+Every attempt of a model call (the first one and each retry) passes a connection's
+:class:`Governor` (one per connection instance, so one per task slot) before it is sent:
+
+- **Declared limits** (``requests_per_minute``, ``tokens_per_minute``,
+  ``max_concurrent_requests`` on the connection) are for the whole job; each subtask paces
+  at its share, the limit divided by the parallelism of the operator, which the runtime
+  tells the connection (:class:`~flink_agents.api.resource.ResourceContext`; 1 in the
+  local environment).
+- **Pacing, not rejection.** Requests and tokens are paced by a token bucket in its virtual
+  time form (GCRA with costs: :class:`_Pacer`): an attempt reserves its start time and waits
+  for it with ``asyncio.sleep`` (``time.sleep`` in a sync ``chat``), holding no thread and
+  blocking no other call. The bucket holds :data:`BURST_SECONDS` (half a second) of a
+  limit: providers enforce per-minute quotas over short windows, and the half second the
+  provider's own bucket keeps absorbs the jitter between our start and its arrival. Tokens
+  (prompt + completion) are estimated before the call (:func:`estimate_prompt_tokens`, a
+  learned prompt ratio and completion size) and corrected from the reply's usage.
+- **Adaptive concurrency and rate.** A throttling answer (429, Anthropic's 529, Ollama's
+  busy 503, Bedrock's ``ThrottlingException``...: ``CallFailure.throttled``) pauses the
+  connection until the server's ``Retry-After`` / ``retry-after-ms`` / reset time
+  (:func:`retry_delay`) and, once per round of calls (a throttle of an attempt sent before
+  the last decrease does not count again), lowers the concurrency limit (x0.75) and the
+  request rate (to 0.9 x the rate the server accepted over the last 2 s, at most 0.8 x the
+  rate before). Successes raise the concurrency limit again (+1 per success until the first
+  throttle, then +1/limit) and probe the rate up by 3 % per second while the rate binds.
+  Retries go through the same pacer after the pause, spaced out: no retry storm.
+
+Nothing here knows a host: the local environment and the Flink host pace the same way.
+See docs/rate-limits.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import email.utils
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+#: Seconds of a limit the pacer lets go at once (the bucket's size).
+BURST_SECONDS = 0.5
+#: Seconds over which the rate the server accepted is measured, when it throttles.
+MEASURE_SECONDS = 2.0
+#: Factor applied to the measured accepted rate after a throttle.
+MEASURED_FACTOR = 0.9
+#: Most a throttle leaves of the rate before it.
+RATE_DECREASE = 0.8
+#: Relative increase of a learned rate per second, while it binds.
+RATE_PROBE = 0.03
+#: Factor applied to the concurrency limit after a throttle.
+CONCURRENCY_DECREASE = 0.75
+#: Concurrency limit at the start when nothing is declared (slow start from there).
+SLOW_START = 4
+#: Lowest learned rate (requests per second): one a minute.
+MIN_RATE = 1.0 / 60.0
+#: Longest connection-wide pause a server's answer may ask for (seconds).
+MAX_PAUSE = 600.0
+#: Completion tokens assumed for a chat call before any reply told better.
+COMPLETION_GUESS = 256
+
+
+# -- retry delays from headers -------------------------------------------------------------
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_RESET_HEADERS = (
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "anthropic-ratelimit-requests-reset",
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-reset",
+    "x-ratelimit-reset",
+    "ratelimit-reset",
+)
+
+
+def _duration(text: str) -> float | None:
+    """Seconds of ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"`` (OpenAI's reset format)."""
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _seconds_until(text: str, now: float) -> float | None:
+    """Seconds from ``now`` (``time.time()``) to a header's time: a number of seconds (or
+    a Unix time when it is one), a duration, an HTTP date or an RFC 3339 time."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, number - now) if number > 1e9 else max(0.0, number)
+    seconds = _duration(text)
+    if seconds is not None:
+        return seconds
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        when = parsed.timestamp()
+    return max(0.0, when - now)
+
+
+def retry_delay(headers: Any, *, now: float | None = None) -> float | None:
+    """Seconds a throttling answer's headers ask to wait, or None when they do not say.
+
+    ``retry-after-ms`` first, then ``retry-after`` (seconds or an HTTP date), then the
+    soonest of the providers' reset headers (OpenAI's ``x-ratelimit-reset-requests`` /
+    ``-tokens`` durations, Anthropic's ``anthropic-ratelimit-*-reset`` times,
+    ``x-ratelimit-reset``): the soonest, because a reset time says when a limit is whole
+    again, and the one that refused may be any of them.
+    """
+    if headers is None:
+        return None
+    wall = time.time() if now is None else now
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is not None:
+        seconds = _seconds_until(str(value), wall)
+        if seconds is not None:
+            return seconds
+    resets = [
+        s
+        for name in _RESET_HEADERS
+        if (v := headers.get(name)) is not None and (s := _seconds_until(str(v), wall)) is not None
+    ]
+    return min(resets) if resets else None
+
+
+# -- token estimates -------------------------------------------------------------------------
+
+
+def _text_of(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value)
+    try:
+        return len(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return len(str(value))
+
+
+def estimate_prompt_tokens(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> int:
+    """A rough prompt size in tokens: four characters a token, a few per message, and the
+    tools' schemas. The governor scales it by what replies reported (``usage``)."""
+    chars = 0
+    for m in messages:
+        chars += _text_of(getattr(m, "content", m)) + 16
+        calls = getattr(m, "tool_calls", None)
+        if calls:
+            chars += _text_of(calls)
+    for t in tools or ():
+        metadata = getattr(t, "metadata", None)
+        chars += _text_of(metadata.model_dump() if metadata is not None else str(t))
+    return chars // 4 + 3
+
+
+def with_report(reply: Any, report: CallReport) -> Any:
+    """``reply`` (a ``ChatMessage``) with what the governor did in its ``extra_args``:
+    ``throttled`` (throttling answers) and ``wait_ms`` (time its attempts waited)."""
+    extra = report.extra()
+    if extra:
+        reply.extra_args.update(extra)
+    return reply
+
+
+def estimate_text_tokens(texts: Sequence[str]) -> int:
+    """A rough size of texts to embed, in tokens (four characters a token)."""
+    return sum(len(t) for t in texts) // 4 + len(texts)
+
+
+# -- the pacer ---------------------------------------------------------------------------------
+
+
+class _Pacer:
+    """A token bucket of ``rate`` units per second and :data:`BURST_SECONDS` of size, in its
+    virtual time form: ``tat`` is when the bucket is full again. A cost that fits may start
+    when the bucket holds it; a larger one when the bucket is full (it then owes the rest,
+    which delays the next). Not thread safe (the governor holds its lock)."""
+
+    __slots__ = ("rate", "tat")
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self.tat = -math.inf
+
+    def earliest(self, cost: float) -> float:
+        """The earliest start for ``cost`` (``-inf``: at once; no rate: at once)."""
+        if not self.rate:
+            return -math.inf
+        size = self.rate * BURST_SECONDS
+        return self.tat - BURST_SECONDS + min(cost, size) / self.rate
+
+    def commit(self, start: float, cost: float) -> None:
+        """Take ``cost`` at ``start``."""
+        if self.rate:
+            self.tat = max(self.tat, start) + cost / self.rate
+
+    def adjust(self, cost: float, now: float) -> None:
+        """Take ``cost`` more (a usage above its estimate) or give it back (below)."""
+        if self.rate and cost:
+            tat = self.tat + cost / self.rate
+            # A refund never makes the bucket fuller than full.
+            self.tat = max(tat, min(self.tat, now)) if cost < 0 else tat
+
+
+# -- slots: a semaphore with a changing limit, for any thread and loop ----------------------------
+
+
+class _Slots:
+    """A FIFO counting semaphore usable from any thread and event loop whose limit may
+    change. Async waiters park on a future of their own loop (woken through
+    ``call_soon_threadsafe``), sync ones on a ``threading.Event``; a place is counted as
+    taken when it is handed to a waiter."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.in_use = 0
+        self._lock = threading.Lock()
+        self._waiters: collections.deque[Any] = collections.deque()
+
+    def _grants(self) -> list[Any]:
+        granted = []
+        while self._waiters and self.in_use < self.limit:
+            self.in_use += 1
+            granted.append(self._waiters.popleft())
+        return granted
+
+    def _wake(self, granted: list[Any]) -> None:
+        for waiter in granted:
+            if isinstance(waiter, threading.Event):
+                waiter.set()
+                continue
+            loop, fut = waiter
+            try:
+                loop.call_soon_threadsafe(self._grant, fut)
+            except RuntimeError:  # that loop is closed: its waiter is gone
+                self.release()
+
+    def _grant(self, fut: asyncio.Future[None]) -> None:
+        if fut.cancelled():
+            self.release()  # the waiter gave up after the place was handed to it
+        else:
+            fut.set_result(None)
+
+    def set_limit(self, limit: int) -> None:
+        """Change the limit (places in use above a lower limit are not taken back)."""
+        with self._lock:
+            self.limit = max(1, limit)
+            granted = self._grants()
+        self._wake(granted)
+
+    def release(self) -> None:
+        """Give a place back."""
+        with self._lock:
+            self.in_use -= 1
+            granted = self._grants()
+        self._wake(granted)
+
+    async def acquire(self) -> None:
+        """Wait for a place without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.in_use < self.limit and not self._waiters:
+                self.in_use += 1
+                return
+            fut: asyncio.Future[None] = loop.create_future()
+            entry = (loop, fut)
+            self._waiters.append(entry)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            with self._lock:
+                try:
+                    self._waiters.remove(entry)
+                    queued = True
+                except ValueError:
+                    queued = False
+            if not queued and fut.done() and not fut.cancelled():
+                self.release()  # granted, then cancelled before it was used
+            raise
+
+    def acquire_sync(self) -> None:
+        """Block the calling thread until a place is free."""
+        with self._lock:
+            if self.in_use < self.limit and not self._waiters:
+                self.in_use += 1
+                return
+            event = threading.Event()
+            self._waiters.append(event)
+        event.wait()
+
+
+# -- the governor ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Permit:
+    """One attempt let through by a :class:`Governor`.
+
+    Attributes:
+        started: when it was let through (``time.monotonic()``).
+        waited: seconds it waited (for a place and its start time).
+        prompt_estimate: the raw prompt estimate it was given (tokens).
+        tokens: the tokens it reserved (prompt and completion estimates).
+    """
+
+    started: float
+    waited: float
+    prompt_estimate: int
+    tokens: int
+
+
+@dataclass
+class CallReport:
+    """What the governor did to one call (all its attempts), for the reply's
+    ``extra_args`` and the event log.
+
+    Attributes:
+        throttled: throttling answers the call got.
+        waited: seconds its attempts waited in the governor.
+        failures: other failed attempts (retried under ``max_retries``).
+    """
+
+    throttled: int = 0
+    waited: float = 0.0
+    failures: int = 0
+
+    def extra(self) -> dict[str, Any]:
+        """``{"throttled": n, "wait_ms": ms}`` for what happened (empty when nothing did)."""
+        out: dict[str, Any] = {}
+        if self.throttled:
+            out["throttled"] = self.throttled
+        if self.waited >= 0.0005:
+            out["wait_ms"] = round(self.waited * 1000.0, 1)
+        return out
+
+
+class _Metrics:
+    """The governor's metrics in a connection's metric group (any
+    :class:`~flink_agents.api.metric_group.MetricGroup`)."""
+
+    def __init__(self, group: Any) -> None:
+        self.waiting = group.get_gauge("callsWaiting")
+        self.limit = group.get_gauge("concurrencyLimit")
+        self.rate = group.get_gauge("requestsPerMinuteLimit")
+        self.tokens = group.get_gauge("tokensPerMinute")
+        self.requests = group.get_gauge("requestsPerMinute")
+        self.throttled = group.get_counter("numOfThrottled")
+        self.paced = group.get_counter("numOfCallsWaited")
+        self.wait_ms = group.get_histogram("rateWaitMs")
+        self.waiting.update(0)
+        self.tokens.update(0)
+        self.requests.update(0)
+
+
+@dataclass
+class _Window:
+    """Sums over the last ``span`` seconds (tokens or requests per minute)."""
+
+    span: float
+    items: collections.deque[tuple[float, int]] = field(default_factory=collections.deque)
+    total: int = 0
+
+    def add(self, now: float, amount: int) -> int:
+        self.items.append((now, amount))
+        self.total += amount
+        return self.trim(now)
+
+    def trim(self, now: float) -> int:
+        items = self.items
+        while items and now - items[0][0] > self.span:
+            self.total -= items.popleft()[1]
+        return self.total
+
+    def count_since(self, since: float) -> int:
+        return sum(1 for t, _ in self.items if t >= since)
+
+
+class Governor:
+    """Pacing and adaptive concurrency of one connection in one task slot (thread safe,
+    usable from any event loop and from threads).
+
+    Args:
+        requests_per_second: this slot's share of the declared request rate (None: none).
+        tokens_per_second: this slot's share of the declared token rate (None: none).
+        concurrency: most attempts in flight at once in this slot.
+        adaptive: learn from throttling answers (pause, lower concurrency and rate); off,
+            a throttled attempt is only retried with backoff.
+        default_pause: connection-wide pause after a throttling answer without a delay.
+        completion_guess: completion tokens assumed before replies tell (0 for embeddings).
+        metrics: the connection's metric group (None: no metrics).
+        clock: the monotonic clock (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        *,
+        requests_per_second: float | None = None,
+        tokens_per_second: float | None = None,
+        concurrency: int = 16,
+        adaptive: bool = True,
+        default_pause: float = 0.5,
+        completion_guess: int = COMPLETION_GUESS,
+        metrics: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.declared_rate = requests_per_second
+        self.learned_rate: float | None = None
+        self.cap = max(1, concurrency)
+        self.adaptive = adaptive
+        self.default_pause = default_pause
+        self.clock = clock
+        declared = requests_per_second is not None or tokens_per_second is not None
+        # Slow start only when nothing says how much the provider takes.
+        self.slow_start = adaptive and not declared
+        self.limit = float(min(self.cap, SLOW_START) if self.slow_start else self.cap)
+        self._lock = threading.Lock()
+        self._requests = _Pacer(requests_per_second)
+        self._tokens = _Pacer(tokens_per_second)
+        self._slots = _Slots(int(self.limit))
+        self.pause_until = -math.inf
+        self.last_decrease = -math.inf
+        self._last_probe = clock()
+        self._last_paced = -math.inf
+        self._accepted = _Window(60.0)
+        self._first_start: float | None = None
+        #: Whether an attempt sent after the last pause succeeded (a decrease waits for it:
+        #: one decrease per round under the new rate).
+        self._recovered = True
+        #: Requests per second a learned rate rises per second while it binds.
+        self._probe_step: float | None = None
+        #: Bumped when the rate is lowered: reservations made before are made again.
+        self._generation = 0
+        self._used = _Window(60.0)
+        self._prompt_ratio = 1.0
+        self._completion = float(completion_guess)
+        self.waiting = 0
+        self.throttles = 0
+        self._metrics = _Metrics(metrics) if metrics is not None else None
+        self._publish()
+
+    # -- what it paces at ----------------------------------------------------------------------
+    @property
+    def rate(self) -> float | None:
+        """Requests per second this slot paces at (declared share or learned), or None."""
+        rates = [r for r in (self.declared_rate, self.learned_rate) if r is not None]
+        return min(rates) if rates else None
+
+    @property
+    def in_use(self) -> int:
+        """Attempts in flight."""
+        return self._slots.in_use
+
+    def estimate(self, prompt_estimate: int) -> int:
+        """Tokens to reserve for a call whose prompt was estimated at ``prompt_estimate``."""
+        return max(1, round(prompt_estimate * self._prompt_ratio + self._completion))
+
+    # -- acquiring -----------------------------------------------------------------------------
+    def _still_valid(self, generation: int) -> bool:
+        """Whether a reservation made in ``generation`` still holds after its wait: not when
+        the rate was lowered since (made at the old rate) or a pause runs (throttled)."""
+        return generation == self._generation and self.pause_until <= self.clock()
+
+    def _reserve(self, tokens: int) -> tuple[float, int]:
+        """Reserve a start time for one request of ``tokens`` (under the lock)."""
+        now = self.clock()
+        start = max(
+            now, self.pause_until, self._requests.earliest(1), self._tokens.earliest(tokens)
+        )
+        self._requests.commit(start, 1)
+        self._tokens.commit(start, tokens)
+        if start > now:
+            self._last_paced = now
+        return start, self._generation
+
+    def _enter(self, prompt_estimate: int | None) -> tuple[float, int, int]:
+        raw = max(0, int(prompt_estimate or 0))
+        with self._lock:
+            self.waiting += 1
+            tokens = self.estimate(raw) if self._tokens.rate else 0
+        self._publish_waiting()
+        return self.clock(), raw, tokens
+
+    def _leave(self, since: float, raw: int, tokens: int) -> Permit:
+        now = self.clock()
+        with self._lock:
+            self.waiting -= 1
+        waited = now - since
+        if self._metrics is not None:
+            self._publish_waiting()
+            self._metrics.wait_ms.update(round(waited * 1000.0, 1))
+            if waited > 0.001:
+                self._metrics.paced.inc()
+        return Permit(started=now, waited=waited, prompt_estimate=raw, tokens=tokens)
+
+    async def acquire(self, prompt_estimate: int | None = None) -> Permit:
+        """Wait (without blocking the loop) until an attempt may be sent.
+
+        Args:
+            prompt_estimate: the prompt's estimated tokens (:func:`estimate_prompt_tokens`).
+        """
+        since, raw, tokens = self._enter(prompt_estimate)
+        try:
+            await self._slots.acquire()
+            try:
+                while True:
+                    with self._lock:
+                        start, generation = self._reserve(tokens)
+                    delay = start - self.clock()
+                    if delay <= 0:
+                        break
+                    await asyncio.sleep(delay)
+                    if self._still_valid(generation):
+                        break
+                    # Throttled meanwhile: queue again behind the pause, at the new rate.
+            except BaseException:
+                self._slots.release()
+                raise
+        finally:
+            permit = self._leave(since, raw, tokens)
+        return permit
+
+    def acquire_sync(self, prompt_estimate: int | None = None) -> Permit:
+        """:meth:`acquire` for a blocking caller (a sync ``chat`` on a worker thread)."""
+        since, raw, tokens = self._enter(prompt_estimate)
+        try:
+            self._slots.acquire_sync()
+            try:
+                while True:
+                    with self._lock:
+                        start, generation = self._reserve(tokens)
+                    delay = start - self.clock()
+                    if delay <= 0:
+                        break
+                    time.sleep(delay)
+                    if self._still_valid(generation):
+                        break
+            except BaseException:
+                self._slots.release()
+                raise
+        finally:
+            permit = self._leave(since, raw, tokens)
+        return permit
+
+    # -- outcomes ------------------------------------------------------------------------------
+    def succeeded(
+        self,
+        permit: Permit,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> None:
+        """An attempt got its answer; ``prompt_tokens`` / ``completion_tokens`` from the
+        reply's usage, when it has one (they correct the estimates)."""
+        now = self.clock()
+        with self._lock:
+            used = None
+            if prompt_tokens is not None or completion_tokens is not None:
+                prompt, completion = int(prompt_tokens or 0), int(completion_tokens or 0)
+                used = prompt + completion
+                if permit.prompt_estimate > 0 and prompt > 0:
+                    ratio = prompt / permit.prompt_estimate
+                    self._prompt_ratio = 0.8 * self._prompt_ratio + 0.2 * ratio
+                self._completion = 0.8 * self._completion + 0.2 * completion
+                if permit.tokens:
+                    self._tokens.adjust(used - permit.tokens, now)
+            self._accepted.add(permit.started, 1)
+            if permit.started >= self.last_decrease:
+                self._recovered = True
+            if self._first_start is None:
+                self._first_start = permit.started
+            if used is not None:
+                self._used.add(now, used)
+            if self.adaptive:
+                if self.slow_start:
+                    self.limit = min(float(self.cap), self.limit + 1.0)
+                else:
+                    self.limit = min(float(self.cap), self.limit + 1.0 / self.limit)
+                self._probe(now)
+            limit = int(self.limit)
+        self._slots.release()
+        if limit != self._slots.limit:
+            self._slots.set_limit(limit)
+        self._publish()
+
+    def _probe(self, now: float) -> None:
+        """Raise a learned rate while it binds (calls waited for it in the last second)."""
+        elapsed, self._last_probe = now - self._last_probe, now
+        learned, step = self.learned_rate, self._probe_step
+        if learned is None or step is None or now - self._last_paced > 1.0:
+            return
+        # Additive (a step fixed when the rate was first learned): subtasks that share a
+        # quota, each lowering its rate by the same factor when throttled, converge to
+        # equal shares (a multiplicative probe would keep any unfair split).
+        learned += step * min(elapsed, 1.0)
+        if self.declared_rate is not None and learned >= self.declared_rate:
+            self.learned_rate = None  # back at the declared share
+        else:
+            self.learned_rate = learned
+        self._requests.rate = self.rate
+
+    def throttled(self, permit: Permit, retry_after: float | None = None) -> None:
+        """An attempt got a throttling answer (``retry_after``: what the server asked)."""
+        now = self.clock()
+        with self._lock:
+            self.throttles += 1
+            if self.adaptive:
+                pause = self.default_pause if retry_after is None else retry_after
+                self.pause_until = max(self.pause_until, now + min(pause, MAX_PAUSE))
+                if permit.started >= self.last_decrease and self._recovered:
+                    self._decrease(now)
+                # No burst after the pause: the bucket starts empty there.
+                rate = self._requests.rate
+                if rate:
+                    self._requests.tat = max(
+                        self._requests.tat, self.pause_until + BURST_SECONDS - 1.0 / rate
+                    )
+            limit = int(self.limit)
+        if self._metrics is not None:
+            self._metrics.throttled.inc()
+        self._slots.release()
+        if limit != self._slots.limit:
+            self._slots.set_limit(limit)
+        self._publish()
+
+    def _decrease(self, now: float) -> None:
+        """One decrease per round: attempts sent before it do not lower things again."""
+        self.last_decrease = now
+        self._recovered = False
+        self.slow_start = False
+        self.limit = max(1.0, self.limit * CONCURRENCY_DECREASE)
+        self._accepted.trim(now)
+        # Over the last MEASURE_SECONDS, or since the first answer when that is sooner.
+        span = min(MEASURE_SECONDS, now - self._first_start) if self._first_start else 0.0
+        measured = self._accepted.count_since(now - span) / span if span >= 0.05 else 0.0
+        current = self.rate
+        candidates = []
+        if measured > 0:
+            candidates.append(measured * MEASURED_FACTOR)
+        if current is not None:
+            candidates.append(current * RATE_DECREASE)
+        if candidates:
+            learned = max(MIN_RATE, min(candidates))
+            if self._probe_step is None or not 10.0 <= learned / self._probe_step <= 100.0:
+                self._probe_step = RATE_PROBE * learned
+            if self.declared_rate is None or learned < self.declared_rate:
+                self.learned_rate = learned
+        rate = self._requests.rate = self.rate
+        if rate:
+            # Reservations at the old rate are void; the bucket starts empty after the pause.
+            self._generation += 1
+            self._requests.tat = max(now, self.pause_until) + BURST_SECONDS - 1.0 / rate
+        self._last_probe = now
+
+    def failed(self, permit: Permit) -> None:
+        """An attempt failed otherwise (an error, a timeout, a cancellation)."""
+        self._slots.release()
+
+    # -- metrics -------------------------------------------------------------------------------
+    def _publish_waiting(self) -> None:
+        if self._metrics is not None:
+            self._metrics.waiting.update(self.waiting)
+
+    def _publish(self) -> None:
+        metrics = self._metrics
+        if metrics is None:
+            return
+        now = self.clock()
+        metrics.limit.update(int(self.limit))
+        rate = self.rate
+        metrics.rate.update(round(rate * 60.0, 1) if rate is not None else 0)
+        metrics.tokens.update(self._used.trim(now))
+        metrics.requests.update(self._accepted.trim(now))
+
+
+# -- the settings every governed connection has ------------------------------------------------
+
+
+class RateLimitSettings(BaseModel):
+    """Declared limits of a connection (for the whole job) and the adaptive switch.
+
+    Attributes:
+        requests_per_minute: requests the provider allows per minute (for this API key and
+            model: what the job may use of it). Each subtask paces at its share.
+        tokens_per_minute: tokens (prompt + completion) the provider allows per minute.
+        max_concurrent_requests: requests the job may have in flight at once (each subtask
+            at most its share, at least 1); ``max_concurrency`` also bounds a slot.
+        adaptive: learn from throttling answers (429/529/busy): pause for the server's
+            ``Retry-After``, lower concurrency and rate, probe back up. Off: a throttled
+            attempt is retried with backoff like any other failure (what earlier versions
+            did).
+        max_throttled_retries: further attempts after throttling answers, counted apart
+            from ``max_retries`` (paced attempts that were throttled are not failures of
+            the call).
+    """
+
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    max_concurrent_requests: int | None = Field(default=None, ge=1)
+    adaptive: bool = True
+    max_throttled_retries: int = Field(default=10, ge=0)
+
+    _governor: Governor | None = PrivateAttr(default=None)
+    _governor_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    #: Completion tokens assumed before replies tell (embeddings set 0).
+    COMPLETION_GUESS: ClassVar[int] = COMPLETION_GUESS
+
+    @property
+    def governed(self) -> bool:
+        """Whether calls are paced or adapted at all (else only ``max_concurrency``)."""
+        return (
+            self.adaptive
+            or self.requests_per_minute is not None
+            or (self.tokens_per_minute is not None)
+        )
+
+    @property
+    def governor(self) -> Governor:
+        """This connection's governor (made on first use, with the share the runtime gave
+        the connection: see :class:`~flink_agents.api.resource.ResourceContext`)."""
+        governor = self._governor
+        if governor is None:
+            with self._governor_lock:
+                governor = self._governor
+                if governor is None:
+                    governor = self._governor = self._make_governor()
+        return governor
+
+    def _make_governor(self) -> Governor:
+        context = getattr(self, "resource_context", None)
+        share = max(1, int(getattr(context, "parallelism", 1) or 1))
+        cap = int(getattr(self, "max_concurrency", 16))
+        if self.max_concurrent_requests is not None:
+            cap = min(cap, max(1, self.max_concurrent_requests // share))
+        rpm, tpm = self.requests_per_minute, self.tokens_per_minute
+        return Governor(
+            requests_per_second=rpm / 60.0 / share if rpm is not None else None,
+            tokens_per_second=tpm / 60.0 / share if tpm is not None else None,
+            concurrency=cap,
+            adaptive=self.adaptive,
+            default_pause=float(getattr(self, "retry_initial_backoff", 0.5)) or 0.5,
+            completion_guess=int(self.COMPLETION_GUESS),
+            metrics=getattr(context, "metric_group", None),
+        )
