@@ -36,8 +36,8 @@ from pyflink.java_gateway import get_gateway
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.errors import ClusterError
 from flink_agents.ops import jobs
+from flink_agents.testing.ports import free_port
 from tests.flink.agents import chat_agent
-from tests.ports import free_port
 
 
 def _record(n: int) -> dict[str, Any]:

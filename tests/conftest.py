@@ -28,7 +28,7 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     takes 13-22 s). Yields its work directory (``submit(..., workdir=...)``,
     ``flink-agents submit ... --cluster DIR``)."""
     from flink_agents.ops.cluster import start_cluster, stop_cluster
-    from tests.ports import free_port
+    from flink_agents.testing.ports import free_port
 
     workdir = tmp_path_factory.mktemp("standalone-cluster")
     # Flink's Prometheus reporter (from the PyFlink wheel's plugins/metrics-prometheus) on

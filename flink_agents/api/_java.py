@@ -33,6 +33,7 @@ def register_handle_factory(factory: Callable[[str, str, dict[str, Any], Any], A
     global _handle_factory
     _handle_factory = factory
 
+
 #: Class attribute set on every resource class that needs the Java bridge; the plan checks
 #: (``flink_agents.runtime.java.check_java_resources``) look for it.
 JAVA_MARKER = "uses_java_bridge"

@@ -579,12 +579,28 @@ class AgentConfiguration:
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {}
+        self._read_only = False
         for key, value in (values or {}).items():
             self.set_str(key, value)
+
+    def read_only(self) -> AgentConfiguration:
+        """This configuration, made read-only: a compiled plan's (``AgentPlan.get_config``)
+        is parsed once and shared by everything that reads it, so a change must go to the
+        environment's configuration before ``apply()``."""
+        self._read_only = True
+        return self
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ConfigurationError(
+                "this configuration belongs to a compiled agent plan and is read-only; set "
+                "options on the environment's configuration (get_config()) before apply()"
+            )
 
     # -- writing -------------------------------------------------------------------------------
     def set(self, option: ConfigOption[_T], value: _T) -> AgentConfiguration:
         """Set a typed option (checked)."""
+        self._check_writable()
         self._store(option, value)
         return self
 
@@ -595,6 +611,7 @@ class AgentConfiguration:
             ConfigurationError: a bad value, or a key that is no option but close to one
                 (a likely typo), naming the option.
         """
+        self._check_writable()
         option = _known_option(key)
         if option is not None:
             self._store(option, value)

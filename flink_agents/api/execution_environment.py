@@ -55,10 +55,10 @@ class AgentBuilder(ABC):
 #: Entry point group naming the environment classes (``local``, ``flink``): the API does not
 #: import the runtime that implements them (see pyproject.toml).
 ENVIRONMENTS_GROUP = "flink_agents.environments"
-_environments: dict[str, type[AgentsExecutionEnvironment]] = {}
+_environments: dict[str, Callable[..., AgentsExecutionEnvironment]] = {}
 
 
-def environment_class(kind: str) -> type[AgentsExecutionEnvironment]:
+def environment_class(kind: str) -> Callable[..., AgentsExecutionEnvironment]:
     """The environment class registered as ``kind`` in the ``flink_agents.environments``
     entry point group (``local``: without Flink, ``flink``: over a PyFlink environment).
 
@@ -103,8 +103,8 @@ class AgentsExecutionEnvironment(ABC):
         the PyFlink ``StreamExecutionEnvironment`` ``env`` (and ``StreamTableEnvironment``
         ``t_env`` for tables)."""
         if env is None:
-            return environment_class("local")(**kwargs)  # type: ignore[no-any-return]
-        return environment_class("flink")(env, t_env, **kwargs)  # type: ignore[no-any-return]
+            return environment_class("local")(**kwargs)
+        return environment_class("flink")(env, t_env, **kwargs)
 
     def get_config(self, path: str | os.PathLike[str] | None = None) -> AgentConfiguration:
         """The configuration shared by the agents of this environment.

@@ -337,6 +337,7 @@ class AgentPlan(BaseModel):
 
     _secrets: dict[str, Any] = PrivateAttr(default_factory=dict)
     _resolved: dict[str, list[tuple[str, Any]]] = PrivateAttr(default_factory=dict)
+    _configuration: AgentConfiguration | None = PrivateAttr(default=None)
 
     @model_serializer(mode="wrap")
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -543,8 +544,12 @@ class AgentPlan(BaseModel):
         return sorted(set(found))
 
     def get_config(self) -> AgentConfiguration:
-        """The configuration as an :class:`AgentConfiguration`."""
-        return AgentConfiguration(self.config)
+        """The configuration as an :class:`AgentConfiguration`, parsed once and read-only
+        (every host and resource of the plan reads this one object)."""
+        configuration = self._configuration
+        if configuration is None:
+            configuration = self._configuration = AgentConfiguration(self.config).read_only()
+        return configuration
 
 
 def _positional_count(func: Callable[..., Any]) -> int | None:

@@ -155,6 +155,18 @@ PUBLIC = {
         "build_agents",
         "load_yaml",
     },
+    "flink_agents.testing.ports": {"free_port", "held_port"},
+    "flink_agents.testing.servers.openai_server": {
+        "OpenAIServer",
+        "openai_embeddings_reply",
+        "openai_reply",
+    },
+    "flink_agents.testing.servers.ollama_server": {
+        "OllamaServer",
+        "ollama_embeddings_reply",
+        "ollama_reply",
+    },
+    "flink_agents.testing.servers.anthropic_server": {"AnthropicServer", "anthropic_reply"},
     "flink_agents.api.embedding_models.java_embedding_model": {
         "JavaEmbeddingModelConnection",
         "JavaEmbeddingModelSetup",

@@ -482,7 +482,7 @@ def test_stop_and_remote_submit_check_their_arguments(tmp_path) -> None:
     assert_usage_error(
         cli("stop", "0" * 32, "--savepoint", str(tmp_path), "--jobmanager", "a:b"), "host:port"
     )
-    from tests.ports import free_port
+    from flink_agents.testing.ports import free_port
 
     down = f"127.0.0.1:{free_port()}"
     proc = cli("stop", "0" * 32, "--savepoint", str(tmp_path), "--jobmanager", down)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from flink_agents.testing.ports import free_port
 from tests.cli.test_cli import REPO, cli
-from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 

@@ -14,8 +14,8 @@ from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.tools.tool import Tool
+from flink_agents.testing.servers import Reply, Request, ScriptedServer
 from tests.compat import upstream_examples as ex
-from tests.integrations.fake_servers import Reply, Request, ScriptedServer
 
 EXPECTED_ANALYSES = [
     {"id": "p1", "score": 5, "reasons": []},

@@ -22,10 +22,10 @@ import pytest
 
 from flink_agents.api.core_options import AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.testing.ports import held_port
+from flink_agents.testing.servers import Reply, Request, ScriptedServer, ollama_reply
 from tests.compat import upstream_examples as ex
 from tests.compat.yaml_test_actions import YamlChatInput, YamlChatOutput
-from tests.integrations.fake_servers import Reply, Request, ScriptedServer, ollama_reply
-from tests.ports import held_port
 
 FIXTURES = Path(__file__).parent / "yaml"
 QUICKSTART = FIXTURES / "yaml_review_analysis_agent.yaml"

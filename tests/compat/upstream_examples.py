@@ -246,7 +246,7 @@ def ollama_review_model(body: dict[str, Any]) -> dict[str, Any]:
     """What a reasonable model answers to one ``/api/chat`` request: a tool call for a
     review that complains about the shipping (when the tool is offered and not called yet),
     else the JSON analysis. Returns the Ollama reply body."""
-    from tests.integrations.fake_servers import ollama_reply
+    from flink_agents.testing.servers import ollama_reply
 
     messages = body.get("messages") or []
     text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.ports import free_port
+from flink_agents.testing.ports import free_port
 
 pytestmark = pytest.mark.flink
 

@@ -27,7 +27,7 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelConnection,
     OpenAIChatModelSetup,
 )
-from tests.integrations import fake_servers as fs
+from flink_agents.testing import servers as fs
 
 FAST = {"retry_initial_backoff": 0.01, "retry_max_backoff": 0.05, "timeout": 2.0}
 

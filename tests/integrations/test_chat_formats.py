@@ -25,10 +25,10 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelSetup,
 )
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing import servers as fs
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
-from tests.integrations import fake_servers as fs
 from tests.integrations.agents import FAST, ChatAgent
-from tests.integrations.fake_servers import Reply, ScriptedServer
 
 SCHEMA = {"title": "Verdict", "type": "object", "properties": {"ok": {"type": "boolean"}}}
 

@@ -12,10 +12,10 @@ import pytest
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.errors import ModelCallError
+from flink_agents.testing.ports import free_port
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import PROVIDERS, ChatAgent, Provider
-from tests.integrations.fake_servers import Reply, ScriptedServer
-from tests.ports import free_port
 
 USER = [ChatMessage(role=MessageRole.USER, content="hello")]
 

@@ -38,9 +38,9 @@ from flink_agents.integrations.embedding_models.openai_embedding_model import (
 )
 from flink_agents.integrations.vector_stores.in_memory_vector_store import InMemoryVectorStore
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import FAST
-from tests.integrations.fake_servers import Reply, ScriptedServer
 
 
 def _openai_embeddings(request):

@@ -24,11 +24,11 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
 )
 from flink_agents.integrations.mcp.mcp import MCPServer
 from flink_agents.plan.agent_plan import AgentPlan
+from flink_agents.testing import servers as fs
+from flink_agents.testing.ports import free_port
+from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
-from tests.integrations import fake_servers as fs
 from tests.integrations.agents import FAST, ChatAgent
-from tests.integrations.fake_servers import Reply, ScriptedServer
-from tests.ports import free_port
 
 ROOT = str(Path(__file__).resolve().parents[2])
 STDIO = {"command": sys.executable, "args": ["-m", "tests.integrations.mcp_server"], "cwd": ROOT}

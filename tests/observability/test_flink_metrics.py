@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from flink_agents.testing.ports import free_port
 from tests.observability import agents
 from tests.observability.agents import SECRET, dump, tool_agent
-from tests.ports import free_port
 
 pytestmark = pytest.mark.flink
 

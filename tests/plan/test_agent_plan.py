@@ -192,3 +192,20 @@ def test_chat_model_setup_without_model_fails_at_compile_and_at_creation():
 
     assert OpenAIChatModelSetup(connection="c").model == "gpt-4o-mini"
     assert ScriptedChatModelSetup(connection="c").model is None
+
+
+def test_plan_configuration_is_parsed_once_and_read_only():
+    from flink_agents.api.core_options import AgentConfigOptions
+    from flink_agents.errors import ConfigurationError
+
+    plan = AgentPlan.from_agent(plan_agents.GoldenAgent(), {"max-retries": 5, "custom": "x"})
+    config = plan.get_config()
+    assert plan.get_config() is config  # hosts and resources share the one parse
+    assert config.get(AgentConfigOptions.MAX_RETRIES) == 5 and config.get("custom") == "x"
+    with pytest.raises(ConfigurationError, match="read-only; set options on the environment"):
+        config.set(AgentConfigOptions.MAX_RETRIES, 1)
+    with pytest.raises(ConfigurationError, match="read-only"):
+        config.set_str("custom", "y")
+    copy = config.copy()  # a copy is the caller's own
+    copy.set_str("custom", "y")
+    assert copy.get("custom") == "y" and config.get("custom") == "x"

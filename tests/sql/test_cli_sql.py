@@ -124,7 +124,7 @@ def test_failing_statement_stops_the_script_before_any_job(tmp_path: Path) -> No
 @pytest.mark.flink
 def test_jobmanager_submits_to_a_standalone_cluster(tmp_path: Path) -> None:
     from flink_agents.ops.cluster import start_cluster, stop_cluster
-    from tests.ports import free_port
+    from flink_agents.testing.ports import free_port
 
     port = free_port()
     workdir = tmp_path / "cluster"
