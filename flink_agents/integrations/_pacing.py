@@ -51,6 +51,8 @@ from pydantic import BaseModel, Field, PrivateAttr
 BURST_SECONDS = 0.5
 #: Seconds over which the rate the server accepted is measured, when it throttles.
 MEASURE_SECONDS = 2.0
+#: Fewest answers a measured accepted rate is based on.
+MIN_SAMPLES = 8
 #: Factor applied to the measured accepted rate after a throttle.
 MEASURED_FACTOR = 0.9
 #: Most a throttle leaves of the rate before it.
@@ -397,8 +399,8 @@ class _Window:
             self.total -= items.popleft()[1]
         return self.total
 
-    def count_since(self, since: float) -> int:
-        return sum(1 for t, _ in self.items if t >= since)
+    def count_between(self, start: float, end: float) -> int:
+        return sum(1 for t, _ in self.items if start <= t <= end)
 
 
 class Governor:
@@ -449,11 +451,14 @@ class Governor:
         self._last_paced = -math.inf
         self._accepted = _Window(60.0)
         self._first_start: float | None = None
+        #: Typical seconds from an attempt's start to its answer (smoothed).
+        self._latency = 0.0
         #: Whether an attempt sent after the last pause succeeded (a decrease waits for it:
         #: one decrease per round under the new rate).
         self._recovered = True
         #: Requests per second a learned rate rises per second while it binds.
         self._probe_step: float | None = None
+        self._step_sound = False
         #: Bumped when the rate is lowered: reservations made before are made again.
         self._generation = 0
         self._used = _Window(60.0)
@@ -594,6 +599,7 @@ class Governor:
                 self._recovered = True
             if self._first_start is None:
                 self._first_start = permit.started
+            self._latency = 0.8 * self._latency + 0.2 * (now - permit.started)
             if used is not None:
                 self._used.add(now, used)
             if self.adaptive:
@@ -648,16 +654,34 @@ class Governor:
             self._slots.set_limit(limit)
         self._publish()
 
+    def _measured(self, now: float) -> tuple[float, bool]:
+        """Requests per second the server accepted lately (0: too little to tell), and
+        whether that is a measurement over enough answers (else a first guess).
+
+        Successes counted by their start, over a window that ends one typical latency ago
+        (later starts have not answered yet) and spans :data:`MEASURE_SECONDS`, or the time
+        since the first answer when that is shorter; at least :data:`MIN_SAMPLES` of them.
+        """
+        first = self._first_start
+        if first is None:
+            return 0.0, False
+        self._accepted.trim(now)
+        end = now - self._latency
+        span = min(MEASURE_SECONDS, end - first)
+        count = self._accepted.count_between(end - span, end) if span >= 0.2 else 0
+        if count >= MIN_SAMPLES:
+            return count / span, True
+        # Too early to tell (the first answers): the answers so far over the time so far.
+        answered = len(self._accepted.items)
+        return (answered / (now - first) if answered >= 2 and now > first else 0.0), False
+
     def _decrease(self, now: float) -> None:
         """One decrease per round: attempts sent before it do not lower things again."""
         self.last_decrease = now
         self._recovered = False
         self.slow_start = False
         self.limit = max(1.0, self.limit * CONCURRENCY_DECREASE)
-        self._accepted.trim(now)
-        # Over the last MEASURE_SECONDS, or since the first answer when that is sooner.
-        span = min(MEASURE_SECONDS, now - self._first_start) if self._first_start else 0.0
-        measured = self._accepted.count_since(now - span) / span if span >= 0.05 else 0.0
+        measured, sound = self._measured(now)
         current = self.rate
         candidates = []
         if measured > 0:
@@ -666,8 +690,11 @@ class Governor:
             candidates.append(current * RATE_DECREASE)
         if candidates:
             learned = max(MIN_RATE, min(candidates))
-            if self._probe_step is None or not 10.0 <= learned / self._probe_step <= 100.0:
+            if self._probe_step is None or (sound and not self._step_sound):
+                # Set once from a sound measurement (a first guess sets it for the time
+                # being): the same step in every subtask is what makes their shares even.
                 self._probe_step = RATE_PROBE * learned
+                self._step_sound = sound
             if self.declared_rate is None or learned < self.declared_rate:
                 self.learned_rate = learned
         rate = self._requests.rate = self.rate

@@ -156,6 +156,7 @@ PUBLIC = {
         "load_yaml",
     },
     "flink_agents.testing.ports": {"free_port", "held_port"},
+    "flink_agents.testing.servers.quota_server": {"QuotaServer", "count_tokens"},
     "flink_agents.testing.servers.openai_server": {
         "OpenAIServer",
         "openai_embeddings_reply",

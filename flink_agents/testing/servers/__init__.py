@@ -28,6 +28,9 @@ ones).
 :class:`ScriptedServer` is the protocol-free base: a list of :class:`Reply` or a function
 ``request -> Reply``; the ``*_reply`` functions build provider bodies for it. A new provider
 is a :class:`ProviderServer` subclass naming its paths and building its bodies.
+
+:class:`QuotaServer` is an OpenAI stand-in that enforces a quota (requests and tokens per
+minute, 429 with ``Retry-After`` beyond) and counts what it accepted and refused.
 """
 
 from flink_agents.testing.ports import free_port, held_port
@@ -44,6 +47,7 @@ from flink_agents.testing.servers.openai_server import (
     openai_embeddings_reply,
     openai_reply,
 )
+from flink_agents.testing.servers.quota_server import QuotaServer, count_tokens
 
 __all__ = [
     "AnthropicServer",
@@ -51,10 +55,12 @@ __all__ = [
     "OllamaServer",
     "OpenAIServer",
     "ProviderServer",
+    "QuotaServer",
     "Reply",
     "Request",
     "ScriptedServer",
     "anthropic_reply",
+    "count_tokens",
     "free_port",
     "held_port",
     "ollama_embeddings_reply",
