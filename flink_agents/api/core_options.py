@@ -171,6 +171,7 @@ _OPTION_MODULES: list[str] = [
     "flink_agents.api.memory.long_term_memory",
     "flink_agents.api.timeouts",
     "flink_agents.api.approval",
+    "flink_agents.api.governance",
     "flink_agents.runtime.observability.event_log_options",
 ]
 _imported_option_modules = False

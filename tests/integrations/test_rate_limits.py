@@ -210,7 +210,7 @@ def test_declared_limits_keep_a_job_under_the_quota():
         agent = _agent(server, requests_per_minute=1200, tokens_per_minute=120_000)
         out = run_agent(agent, _inputs(60))
     assert len(out) == 60 and all("content" in v for o in out for v in o.values())
-    assert server.throttled == 0 and server.accepted == 60
+    assert server.refused == 0 and server.accepted == 60
     # The replies say they waited (paced) and were not throttled.
     waited = [v["extra"].get("wait_ms", 0) for o in out for v in o.values()]
     assert max(waited) > 0
@@ -223,7 +223,7 @@ def test_declared_token_limit_paces_big_requests():
         agent = _agent(server, tokens_per_minute=90_000)
         out = run_agent(agent, [{"key": f"k{i}", "value": "x" * 1000} for i in range(15)])
     assert len(out) == 15
-    assert server.throttled == 0 and server.accepted == 15
+    assert server.refused == 0 and server.accepted == 15
 
 
 def test_without_limits_the_connection_adapts_and_no_call_fails():
@@ -234,7 +234,7 @@ def test_without_limits_the_connection_adapts_and_no_call_fails():
     assert server.accepted == 120
     # Today's behaviour (no governance) had more refusals than answers here; the few left
     # are the first round before the rate is learned (counts, not times).
-    assert server.throttled <= 40
+    assert server.refused <= 40
 
 
 def test_adaptive_off_is_the_old_behaviour():
@@ -246,4 +246,4 @@ def test_adaptive_off_is_the_old_behaviour():
         )
     failed = [v for o in out for v in o.values() if "error" in v]
     assert failed and all("status=429" in v["error"] for v in failed)
-    assert server.throttled > 0
+    assert server.refused > 0

@@ -49,22 +49,35 @@ async def call_model(
     setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
     chain = _chain(ctx, "model")
     timeout = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    # Token budgets and the response cache (runtime/governance.py), when configured.
+    guard = getattr(ctx, "model_guard", None)
+    if guard is not None:
+        await guard.before_call(model)
+    reply: ChatMessage
     if not chain and offer_tools:
         # The setup's own call, as before interceptors existed. Passed only when given: a
         # custom setup whose achat predates prompt_args still works.
         if prompt_args:
             options = {**(options or {}), "prompt_args": prompt_args}
         achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
-        return await ctx.durable_execute_async(achat, messages, **(options or {}))
-    return await ctx.durable_execute_async(
-        _intercepted_model_call,
-        setup,
-        chain,
-        ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
-        prompt_args or {},
-        offer_tools,
-        timeout,
-    )
+        if guard is not None:
+            achat = guard.cached(achat, setup, messages, options or {})
+        reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
+    else:
+        reply = await ctx.durable_execute_async(
+            _intercepted_model_call,
+            setup,
+            chain,
+            ModelCallRequest(
+                model=model, messages=messages, options=dict(options or {}), key=ctx.key
+            ),
+            prompt_args or {},
+            offer_tools,
+            timeout,
+        )
+    if guard is not None:
+        guard.after_call(reply)
+    return reply
 
 
 async def _intercepted_model_call(

@@ -40,6 +40,7 @@ from flink_agents.runtime.observability import RunInfo, call_target
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.runner import AgentRunner
+    from flink_agents.runtime.governance import RunGuard
 
 log = logging.getLogger("flink_agents.runtime")
 T = TypeVar("T")
@@ -72,6 +73,8 @@ class _Run:
         self.info: RunInfo | None = None
         #: How the last failure handled by ``AgentRunner._failed`` ended.
         self.outcome = "retried"
+        #: Tokens of the run's model calls (live or replayed), for the key's budget.
+        self.model_tokens = 0
 
     def next_call_id(self) -> str:
         self.call_seq += 1
@@ -203,6 +206,13 @@ class RunContext(RunnerContext):
     def event(self) -> Event:
         """The event the action is processing."""
         return self._event
+
+    @property
+    def model_guard(self) -> RunGuard | None:
+        """Budgets and cache around this execution's model calls (None: neither is
+        configured); ``plan/actions/calls.py: call_model`` asks it."""
+        governance = self._run.runner.governance
+        return None if governance is None else governance.guard(self._run, self._action.name)
 
     @property
     def agent_plan(self) -> AgentPlan:
@@ -385,6 +395,8 @@ class RunContext(RunnerContext):
     ) -> None:
         runner = self._run.runner
         owner = getattr(func, "__self__", None)
+        if owner is None:  # a wrapper (a timeout) of a resource's method
+            owner = getattr(getattr(func, "__wrapped__", None), "__self__", None)
         # Resources live as long as the runner, so their ids are stable keys.
         cache_key = id(owner) if owner is not None else signature
         target = runner._call_targets.get(cache_key)

@@ -30,6 +30,7 @@ from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.plan.behaviours import run_hooks
 from flink_agents.runtime.core.context import RunContext, _Run
 from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
+from flink_agents.runtime.governance import ModelGovernance, commit_key_tokens
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
@@ -112,6 +113,13 @@ class AgentRunner:
         if self.config.get(MetricsOptions.ENABLED):
             self.agent_metrics = AgentMetrics(self.metrics, self.counts)
             self.observer = self.agent_metrics
+        #: Token budgets and the response cache (None: neither is configured).
+        self.governance: ModelGovernance | None = (
+            ModelGovernance(self.config, self.metrics, lambda: self.resources.parallelism)
+            if ModelGovernance.configured(self.config)
+            else None
+        )
+        self._key_budget = self.governance is not None and self.governance.key_budget is not None
 
     def add_observer(self, observer: RunObserver, close: Callable[[], None] | None = None) -> None:
         """Let ``observer`` see the runs too; ``close`` is called by :meth:`close`."""
@@ -202,6 +210,8 @@ class AgentRunner:
                 approval=pause.request,
                 approval_call_id=pause.call_id,
             )
+        if self._key_budget:
+            commit_key_tokens(run)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
@@ -311,6 +321,8 @@ class AgentRunner:
         )
         if await self._agent_hook(run, self.plan.hooks_at(HookPoint.AFTER_AGENT.value), after):
             run.result.outputs = list(after.outputs)
+        if self._key_budget:
+            commit_key_tokens(run)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result

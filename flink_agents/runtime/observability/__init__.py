@@ -10,7 +10,7 @@ never two at once for one runner) and must not raise; the core does not guard th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -124,6 +124,10 @@ class RunObserver:
         ``"model"``, ``"tool"`` or ``"call"``; a
         ``replayed`` call was answered from the durable log (after a restore)."""
 
+    def noted(self, run: RunInfo, action: str, kind: str, fields: Mapping[str, Any]) -> None:
+        """Something worth a record of its own happened in ``action`` (``kind``:
+        ``"budget"``, a spent token budget; ``fields``: JSON-like details)."""
+
     def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
         """A run ended (``error``: what failed it)."""
 
@@ -145,12 +149,14 @@ class Observers(RunObserver):
         self._events_sent = overriding("events_sent")
         self._action_finished = overriding("action_finished")
         self._call_finished = overriding("call_finished")
+        self._noted = overriding("noted")
         self._run_finished = overriding("run_finished")
         for name in (
             "run_started",
             "events_sent",
             "action_finished",
             "call_finished",
+            "noted",
             "run_finished",
         ):
             hooks = getattr(self, f"_{name}")
@@ -195,6 +201,10 @@ class Observers(RunObserver):
         for hook in self._call_finished:
             hook(run, action, kind, name, started, seconds, result, error, replayed)
 
+    def noted(self, run: RunInfo, action: str, kind: str, fields: Mapping[str, Any]) -> None:
+        for hook in self._noted:
+            hook(run, action, kind, fields)
+
     def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
         for hook in self._run_finished:
             hook(run, seconds, error)
@@ -215,6 +225,8 @@ def call_target(func: Any, signature: str, resources: Any) -> tuple[str, str]:
     from flink_agents.api.tools.tool import Tool
 
     owner = getattr(func, "__self__", None)
+    if owner is None:  # a wrapper (a timeout, the response cache) of a resource's method
+        owner = getattr(getattr(func, "__wrapped__", None), "__self__", None)
     if isinstance(owner, BaseChatModelSetup):
         name = resources.name_of(owner) if resources is not None else None
         return "model", name or owner.model

@@ -29,6 +29,8 @@ class Call:
     usage: dict[str, int] | None = None
     error: str | None = None
     replayed: bool = False
+    #: what the connection's governor did: ``throttled`` answers, ``waitMs``, ``cached``
+    rate: dict[str, Any] | None = None
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Run:
     subtask: Any = None
     actions: list[ActionRun] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: budget records (a spent token budget) of the run
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens(self) -> tuple[int, int]:
@@ -135,9 +139,12 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
                         r.get("usage"),
                         r.get("error"),
                         bool(r.get("replayed")),
+                        r.get("rate"),
                     ),
                 )
             )
+        elif kind == "budget":
+            run.notes.append(r)
         elif kind == "action":
             run.actions.append(
                 ActionRun(
@@ -238,12 +245,32 @@ def render_text(runs: list[Run]) -> str:
             )
             for call in action.calls:
                 flags = " (replayed)" if call.replayed else ""
+                flags += _rate(call.rate)
                 flags += f" error: {call.error}" if call.error else ""
                 lines.append(
                     f"    {call.kind} {call.name} {_ms(call.duration_ms)}"
                     f"{_tokens(call.usage)}{flags}"
                 )
+        for note in run.notes:
+            lines.append(
+                f"  budget {note.get('budget')} spent: {note.get('used')} of "
+                f"{note.get('limit')} tokens ({note.get('option')}), then {note.get('then')}"
+            )
     return "\n".join(lines)
+
+
+def _rate(rate: dict[str, Any] | None) -> str:
+    """`` (cached)``, `` (throttled 2x, waited 120 ms)``: what the governor did."""
+    if not rate:
+        return ""
+    if rate.get("cached"):
+        return " (cached)"
+    parts = []
+    if rate.get("throttled"):
+        parts.append(f"throttled {rate['throttled']}x")
+    if rate.get("waitMs"):
+        parts.append(f"waited {rate['waitMs']:.0f} ms")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _as_json(runs: list[Run]) -> list[dict[str, Any]]:

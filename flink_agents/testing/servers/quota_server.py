@@ -9,7 +9,7 @@ without one::
     with QuotaServer(["ok"], requests_per_minute=600, tokens_per_minute=60_000) as server:
         conn = OpenAIChatModelConnection(api_base_url=server.base_url, requests_per_minute=600)
         ...  # run the agent
-    assert server.throttled == 0
+    assert server.refused == 0
     assert server.max_accepted_in(1.0) <= 10 + 10  # a second's rate plus the burst
 
 Both limits are token buckets holding ``burst`` seconds of the limit (one second by
@@ -96,7 +96,7 @@ class QuotaServer(OpenAIServer):
 
     Attributes:
         accepted: requests answered.
-        throttled: requests refused with a 429.
+        refused: requests refused with a 429.
         accepted_at: ``time.monotonic()`` of each accepted request's arrival.
         tokens_used: tokens of the accepted requests.
     """
@@ -133,7 +133,7 @@ class QuotaServer(OpenAIServer):
         )
         self._quota_lock = threading.Lock()
         self.accepted = 0
-        self.throttled = 0
+        self.refused = 0
         self.accepted_at: list[float] = []
         self.tokens_used = 0
 
@@ -158,7 +158,7 @@ class QuotaServer(OpenAIServer):
     def reset_counts(self) -> None:
         """Forget the counts and refill the buckets (between two runs of a benchmark)."""
         with self._quota_lock:
-            self.accepted = self.throttled = self.tokens_used = 0
+            self.accepted = self.refused = self.tokens_used = 0
             self.accepted_at = []
             for bucket in (self._requests, self._tokens):
                 if bucket is not None:
@@ -225,7 +225,7 @@ class QuotaServer(OpenAIServer):
                     bucket.refill(now)
                     wait = max(wait, bucket.wait_for(amount))
             if wait > 0:
-                self.throttled += 1
+                self.refused += 1
                 return self._refusal(wait)
             if self._requests is not None:
                 self._requests.level -= 1
