@@ -41,6 +41,7 @@ from flink_agents.api.governance import BudgetExhausted, BudgetOptions, ModelCac
 from flink_agents.errors import BudgetExhaustedError
 from flink_agents.runtime.memory import RESERVED_PREFIX
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
+from flink_agents.runtime.observability import Noted
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.context import _Run
@@ -307,18 +308,20 @@ class RunGuard:
         if observer is None or info is None:
             return
         observer.noted(
-            info,
-            self.action,
-            "budget",
-            {
-                "budget": budget,
-                "option": option,
-                "model": model,
-                "used": used,
-                "limit": limit,
-                "resetsAt": resets_at,
-                "then": behaviour.value,
-            },
+            Noted(
+                info,
+                self.action,
+                "budget",
+                {
+                    "budget": budget,
+                    "option": option,
+                    "model": model,
+                    "used": used,
+                    "limit": limit,
+                    "resetsAt": resets_at,
+                    "then": behaviour.value,
+                },
+            )
         )
 
     # -- the cache --------------------------------------------------------------------------------

@@ -13,7 +13,13 @@ from pydantic_core import to_json
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, InputEvent
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo
+from flink_agents.runtime.observability import (
+    ActionFinished,
+    CallFinished,
+    EventsSent,
+    RunFinished,
+    RunInfo,
+)
 from flink_agents.runtime.observability.event_log import EventLogObserver
 
 SECRET = "sk-lines-secret"
@@ -48,18 +54,26 @@ def test_lines_are_the_records_to_json_writes(tmp_path: Path) -> None:
         run = RunInfo(("k", 1), "run-7", 1_763_900_000.25, time.perf_counter())
         observer.run_started(run)
         first = InputEvent(input={"q": 'a "quoted" \\ line'})
-        observer.events_sent(run, [first], None, None)
+        observer.events_sent(EventsSent(run, [first], None, None))
         observer.call_finished(
-            run, 'act"1', "model", "m", run.started_perf, 0.0123456, _Result(), None, False
+            CallFinished(
+                run, 'act"1', "model", "m", run.started_perf, 0.0123456, _Result(), None, False
+            )
         )
-        observer.action_finished(run, 'act"1', first, run.started_perf, 0.5, None, None)
+        observer.action_finished(
+            ActionFinished(run, 'act"1', first, run.started_perf, 0.5, None, None)
+        )
         sent = [Event(type="a", attributes={"n": 1}), Event(type="b", attributes={})]
-        observer.events_sent(run, sent, first, 'act"1')
+        observer.events_sent(EventsSent(run, sent, first, 'act"1'))
         failure = ValueError(f"bad {SECRET}")
-        observer.action_finished(run, "act2", sent[0], run.started_perf, 0.25, failure, "ignored")
+        observer.action_finished(
+            ActionFinished(run, "act2", sent[0], run.started_perf, 0.25, failure, "ignored")
+        )
         # an action that sends nothing: its record comes with the run's next hook
-        observer.action_finished(run, "act3", sent[1], run.started_perf + 1.0, 0.125, None, None)
-        observer.run_finished(run, 1.5, RuntimeError("boom"))
+        observer.action_finished(
+            ActionFinished(run, "act3", sent[1], run.started_perf + 1.0, 0.125, None, None)
+        )
+        observer.run_finished(RunFinished(run, 1.5, RuntimeError("boom")))
         observer.writer.drain()
         lines = _lines(path)
         key = repr(("k", 1))  # not a JSON value: written as its repr
@@ -156,15 +170,19 @@ def test_a_run_in_progress_is_written_at_a_flush(tmp_path: Path) -> None:
         run = RunInfo("k", "run-1", time.time(), time.perf_counter())
         observer.run_started(run)
         first = InputEvent(input=1)
-        observer.events_sent(run, [first], None, None)
+        observer.events_sent(EventsSent(run, [first], None, None))
         observer.writer.drain()
         # the run waits (a slow model call, say): what it did so far is in the log
         assert [json.loads(line)["eventType"] for line in _lines(path)] == ["_input_event"]
-        observer.action_finished(run, "quiet", first, run.started_perf, 0.1, None, None)
-        observer.action_finished(run, "act", first, run.started_perf, 0.1, None, None)
+        observer.action_finished(
+            ActionFinished(run, "quiet", first, run.started_perf, 0.1, None, None)
+        )
+        observer.action_finished(
+            ActionFinished(run, "act", first, run.started_perf, 0.1, None, None)
+        )
         observer.writer.drain()
-        observer.events_sent(run, [Event(type="out", attributes={})], first, "act")
-        observer.run_finished(run, 0.2, None)
+        observer.events_sent(EventsSent(run, [Event(type="out", attributes={})], first, "act"))
+        observer.run_finished(RunFinished(run, 0.2, None))
         observer.writer.drain()
         observer.writer.drain()
         records = [json.loads(line) for line in _lines(path)]
@@ -194,11 +212,15 @@ def test_the_writer_process_writes_the_same_bytes(tmp_path: Path) -> None:
         )
         run = RunInfo(("k", 1), "run-7", 1_763_900_000.25, 0.0)
         observer.run_started(run)
-        observer.events_sent(run, [first], None, None)
-        observer.call_finished(run, "act", "model", "m", 0.0, 0.0123456, _Result(), None, False)
-        observer.action_finished(run, "act", first, 0.0, 0.5, ValueError(SECRET), None)
-        observer.events_sent(run, [sent], first, "act")
-        observer.run_finished(run, 1.5, None)
+        observer.events_sent(EventsSent(run, [first], None, None))
+        observer.call_finished(
+            CallFinished(run, "act", "model", "m", 0.0, 0.0123456, _Result(), None, False)
+        )
+        observer.action_finished(
+            ActionFinished(run, "act", first, 0.0, 0.5, ValueError(SECRET), None)
+        )
+        observer.events_sent(EventsSent(run, [sent], first, "act"))
+        observer.run_finished(RunFinished(run, 1.5, None))
         observer.close()
         assert metrics.to_dict()["eventLogRecordsWritten"] == 5
         assert metrics.to_dict()["eventLogWriteErrors"] == 0
@@ -215,12 +237,14 @@ def test_an_action_that_sends_nothing_keeps_its_usage_to_itself(tmp_path: Path) 
         run = RunInfo("k", "run-1", 1_763_900_000.0, 100.0)
         observer.run_started(run)
         first = InputEvent(input=1)
-        observer.events_sent(run, [first], None, None)
-        observer.call_finished(run, "quiet", "model", "m", 100.25, 0.5, _Result(), None, False)
-        observer.action_finished(run, "quiet", first, 100.0, 1.0, None, None)
-        observer.action_finished(run, "act", first, 101.0, 0.25, None, None)
-        observer.events_sent(run, [Event(type="out", attributes={})], first, "act")
-        observer.run_finished(run, 2.0, None)
+        observer.events_sent(EventsSent(run, [first], None, None))
+        observer.call_finished(
+            CallFinished(run, "quiet", "model", "m", 100.25, 0.5, _Result(), None, False)
+        )
+        observer.action_finished(ActionFinished(run, "quiet", first, 100.0, 1.0, None, None))
+        observer.action_finished(ActionFinished(run, "act", first, 101.0, 0.25, None, None))
+        observer.events_sent(EventsSent(run, [Event(type="out", attributes={})], first, "act"))
+        observer.run_finished(RunFinished(run, 2.0, None))
         observer.writer.drain()
         records = [json.loads(line) for line in _lines(path)]
         assert [(r["record"], r.get("action")) for r in records] == [
@@ -256,8 +280,8 @@ def test_a_value_json_cannot_hold_is_written_as_its_str(tmp_path: Path) -> None:
         run = RunInfo("k", "run-1", 1_763_900_000.0, 100.0)
         observer.run_started(run)
         request = ChatRequestEvent(model="m", messages=[], output_schema=Odd())
-        observer.events_sent(run, [request], None, None)
-        observer.run_finished(run, 1.0, None)
+        observer.events_sent(EventsSent(run, [request], None, None))
+        observer.run_finished(RunFinished(run, 1.0, None))
         observer.writer.drain()
         event = json.loads(_lines(path)[0])
         assert event["eventId"] == str(request.id)

@@ -15,7 +15,7 @@ import pytest
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.errors import ConfigurationError
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, event_log_options
+from flink_agents.runtime.observability import RunFinished, RunInfo, event_log_options
 from flink_agents.runtime.observability.event_log import EventLogObserver
 from flink_agents.runtime.observability.event_log_process import ProcessWriter, find_python
 
@@ -52,7 +52,7 @@ def test_the_child_exits_when_the_parent_closes_the_pipe(tmp_path: Path) -> None
     assert writer.started.wait(30) and writer.proc is not None
     run = RunInfo("k", "run-1", time.time(), time.perf_counter())
     observer.run_started(run)
-    observer.run_finished(run, 0.1, None)
+    observer.run_finished(RunFinished(run, 0.1, None))
     observer.close()
     assert writer.proc.returncode == 0
     assert b'"record":"run"' in (tmp_path / "e.log").read_bytes()
@@ -93,7 +93,7 @@ def test_a_failing_directory_counts_errors_and_warns_once(
         for i in range(3):
             run = RunInfo("k", f"run-{i}", time.time(), time.perf_counter())
             observer.run_started(run)
-            observer.run_finished(run, 0.1, None)
+            observer.run_finished(RunFinished(run, 0.1, None))
             observer.writer.drain()  # three batches: three failing writes
         observer.close()
     assert isinstance(observer.writer, ProcessWriter) and observer.writer.proc is not None

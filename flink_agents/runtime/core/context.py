@@ -36,7 +36,7 @@ from flink_agents.runtime.core.records import (
 )
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, call_target
+from flink_agents.runtime.observability import CallFinished, RunInfo, call_target
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.runner import AgentRunner
@@ -406,7 +406,9 @@ class RunContext(RunnerContext):
             )
         kind, name = target
         runner.observer.call_finished(  # type: ignore[union-attr]
-            info, self._action.name, kind, name, started, seconds, result, error, replayed
+            CallFinished(
+                info, self._action.name, kind, name, started, seconds, result, error, replayed
+            )
         )
 
     # -- metrics ---------------------------------------------------------------------------------

@@ -34,7 +34,15 @@ from flink_agents.runtime.governance import ModelGovernance, commit_key_tokens
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunCounts, RunInfo, RunObserver, combine
+from flink_agents.runtime.observability import (
+    ActionFinished,
+    EventsSent,
+    RunCounts,
+    RunFinished,
+    RunInfo,
+    RunObserver,
+    combine,
+)
 from flink_agents.runtime.observability.agent_metrics import AgentMetrics, MetricsOptions
 from flink_agents.runtime.resources import ResourceCache
 
@@ -181,9 +189,11 @@ class AgentRunner:
             try:
                 result = await self._execute(run, value, steps)
             except BaseException as exc:
-                observer.run_finished(info, time.perf_counter() - info.started_perf, exc)
+                observer.run_finished(
+                    RunFinished(info, time.perf_counter() - info.started_perf, exc)
+                )
                 raise
-            observer.run_finished(info, time.perf_counter() - info.started_perf, None)
+            observer.run_finished(RunFinished(info, time.perf_counter() - info.started_perf, None))
             return result
         except BaseException:
             counts.runs_failed += 1
@@ -220,7 +230,7 @@ class AgentRunner:
         """Send the input through the actions until no event is left."""
         queue: deque[Event] = deque([InputEvent(input=value)])
         if steps is not None:
-            steps.events_sent(run.info, list(queue), None, None)  # type: ignore[arg-type]
+            steps.events_sent(EventsSent(run.info, list(queue), None, None))  # type: ignore[arg-type]
         await self._drive(run, queue, steps)
 
     async def _drive(self, run: _Run, queue: deque[Event], observer: RunObserver | None) -> None:
@@ -274,7 +284,7 @@ class AgentRunner:
                     # A failed execution's (possibly empty) events end it in the event log:
                     # its calls' usage must not go to the next execution's events.
                     if sent or error is not None:
-                        observer.events_sent(info, sent, event, action.name)  # type: ignore[arg-type]
+                        observer.events_sent(EventsSent(info, sent, event, action.name))  # type: ignore[arg-type]
                 queue.extend(sent)
 
     @staticmethod
@@ -288,13 +298,15 @@ class AgentRunner:
         outcome: str | None,
     ) -> None:
         observer.action_finished(
-            run.info,  # type: ignore[arg-type]
-            action.name,
-            event,
-            started,
-            time.perf_counter() - started,
-            error,
-            outcome,
+            ActionFinished(
+                run.info,  # type: ignore[arg-type]
+                action.name,
+                event,
+                started,
+                time.perf_counter() - started,
+                error,
+                outcome,
+            )
         )
 
     async def _run_with_agent_hooks(

@@ -2,16 +2,22 @@
 
 :class:`RunObserver` has a no-op method per thing the run loop (``runtime/core/``) reports:
 a run starting and ending, events sent, an action execution, a durable call (model, tool or
-other). The core holds one observer or None; with None (metrics and the event log both off)
-the loop pays one ``is not None`` test per step. :class:`Observers` fans out to several.
-Observer methods run on the thread that runs the action (the loop or the operator thread,
-never two at once for one runner) and must not raise; the core does not guard them.
+other), each as one immutable record (:class:`EventsSent`, :class:`ActionFinished`,
+:class:`CallFinished`, :class:`RunFinished`). They are named tuples, not frozen dataclasses:
+a frozen dataclass sets each field through ``object.__setattr__`` (3.0 vs 0.65 us per record
+in a loop), and the loop makes one per run, action and call (see docs/ARCHITECTURE.md,
+section 7, for what the records cost per run). The core holds one observer or None; with None
+(metrics and the event log both off) the loop pays one ``is not None`` test per step.
+:class:`Observers` fans out to several. Observer methods run on the thread that runs the
+action (the loop or the operator thread, never two at once for one runner) and must not
+raise; the core does not guard them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from flink_agents.api.events.event import Event
@@ -74,8 +80,107 @@ class RunCounts:
         return sum(cell[0] for cell in self.by_action.values())
 
 
+class EventsSent(NamedTuple):
+    """``events`` were sent by ``action`` handling ``parent`` (the input event: both None).
+
+    Attributes:
+        run: the run.
+        events: the events, in the order sent.
+        parent: the event the action handled (None for the input event).
+        action: the action's name (None for the input event).
+    """
+
+    run: RunInfo
+    events: Sequence[Event]
+    parent: Event | None
+    action: str | None
+
+
+class ActionFinished(NamedTuple):
+    """An action execution on ``event`` ended.
+
+    Attributes:
+        run: the run.
+        action: the action's name.
+        event: the event it handled.
+        started: ``time.perf_counter()`` at its start (:meth:`RunInfo.wall_time` turns it
+            into wall-clock time).
+        seconds: how long it took (retries included).
+        error: what it raised (the first failure when it was retried or ignored).
+        outcome: None on success, else ``"retried"``, ``"ignored"`` or ``"failed"``.
+    """
+
+    run: RunInfo
+    action: str
+    event: Event
+    started: float
+    seconds: float
+    error: BaseException | None
+    outcome: str | None
+
+
+class CallFinished(NamedTuple):
+    """A durable call ended.
+
+    Attributes:
+        run: the run.
+        action: the action that made it.
+        kind: ``"model"``, ``"tool"`` or ``"call"`` (see :func:`call_target`).
+        name: the chat model resource, the tool, or the function's signature.
+        started: ``time.perf_counter()`` at its start.
+        seconds: how long it took (0 when replayed).
+        result: what it returned.
+        error: what it raised.
+        replayed: answered from the durable log (after a restore), not called.
+    """
+
+    run: RunInfo
+    action: str
+    kind: str
+    name: str
+    started: float
+    seconds: float
+    result: Any
+    error: BaseException | None
+    replayed: bool
+
+
+class RunFinished(NamedTuple):
+    """A run ended.
+
+    Attributes:
+        run: the run.
+        seconds: how long it took.
+        error: what failed it (None when it ended normally or paused).
+    """
+
+    run: RunInfo
+    seconds: float
+    error: BaseException | None
+
+
+class Noted(NamedTuple):
+    """Something worth a record of its own happened in an action execution.
+
+    Attributes:
+        run: the run.
+        action: the action's name.
+        kind: what: ``"budget"`` (a spent token budget; ``runtime/governance.py``).
+        fields: JSON-like details, written into the record as they are.
+    """
+
+    run: RunInfo
+    action: str
+    kind: str
+    fields: Mapping[str, Any]
+
+
 class RunObserver:
     """Hooks of the run loop; every method is a no-op here (override what you need).
+
+    Each hook takes one immutable record (:class:`EventsSent`, :class:`ActionFinished`,
+    :class:`CallFinished`, :class:`RunFinished`; a run's start: its :class:`RunInfo`), so a
+    field added to what the loop reports touches one definition.
 
     Attributes:
         observes_steps: whether :meth:`events_sent` and :meth:`action_finished` are wanted
@@ -87,49 +192,30 @@ class RunObserver:
     def run_started(self, run: RunInfo) -> None:
         """A run started (before its input event)."""
 
-    def events_sent(
-        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
-    ) -> None:
-        """``events`` were sent by ``action`` handling ``parent`` (the input event: both None)."""
+    def events_sent(self, sent: EventsSent) -> None:
+        """Events were sent (see :class:`EventsSent`)."""
 
-    def action_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        event: Event,
-        started: float,
-        seconds: float,
-        error: BaseException | None,
-        outcome: str | None,
-    ) -> None:
-        """An action execution on ``event`` ended (``started``: ``time.perf_counter()``;
-        :meth:`RunInfo.wall_time` turns it into wall-clock time).
+    def action_finished(self, finished: ActionFinished) -> None:
+        """An action execution ended (see :class:`ActionFinished`)."""
 
-        ``outcome`` is None on success, else ``"retried"``, ``"ignored"`` or ``"failed"``.
-        """
+    def call_finished(self, call: CallFinished) -> None:
+        """A durable call ended (see :class:`CallFinished`)."""
 
-    def call_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        kind: str,
-        name: str,
-        started: float,
-        seconds: float,
-        result: Any,
-        error: BaseException | None,
-        replayed: bool,
-    ) -> None:
-        """A durable call ended (``started``: ``time.perf_counter()``): ``kind`` is
-        ``"model"``, ``"tool"`` or ``"call"``; a
-        ``replayed`` call was answered from the durable log (after a restore)."""
+    def noted(self, note: Noted) -> None:
+        """Something worth a record of its own happened (see :class:`Noted`)."""
 
-    def noted(self, run: RunInfo, action: str, kind: str, fields: Mapping[str, Any]) -> None:
-        """Something worth a record of its own happened in ``action`` (``kind``:
-        ``"budget"``, a spent token budget; ``fields``: JSON-like details)."""
+    def run_finished(self, finished: RunFinished) -> None:
+        """A run ended (see :class:`RunFinished`)."""
 
-    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
-        """A run ended (``error``: what failed it)."""
+
+_HOOKS = (
+    "run_started",
+    "events_sent",
+    "action_finished",
+    "call_finished",
+    "noted",
+    "run_finished",
+)
 
 
 class Observers(RunObserver):
@@ -138,76 +224,20 @@ class Observers(RunObserver):
     def __init__(self, observers: Sequence[RunObserver]) -> None:
         self.observers = list(observers)
         self.observes_steps = any(o.observes_steps for o in self.observers)
-
-        def overriding(name: str) -> list[Any]:
-            # Only the observers that do something (a call per observer, event and
-            # action is measurable on the hot path).
+        for name in _HOOKS:
+            # Only the observers that do something (a call per observer, event and action
+            # is measurable on the hot path).
             base = getattr(RunObserver, name)
-            return [getattr(o, name) for o in self.observers if getattr(type(o), name) is not base]
-
-        self._run_started = overriding("run_started")
-        self._events_sent = overriding("events_sent")
-        self._action_finished = overriding("action_finished")
-        self._call_finished = overriding("call_finished")
-        self._noted = overriding("noted")
-        self._run_finished = overriding("run_finished")
-        for name in (
-            "run_started",
-            "events_sent",
-            "action_finished",
-            "call_finished",
-            "noted",
-            "run_finished",
-        ):
-            hooks = getattr(self, f"_{name}")
+            hooks = [getattr(o, name) for o in self.observers if getattr(type(o), name) is not base]
             if len(hooks) == 1:  # the one observer's method itself: no call in between
                 setattr(self, name, hooks[0])
+            else:
+                setattr(self, name, functools.partial(_fan_out, tuple(hooks)))
 
-    def run_started(self, run: RunInfo) -> None:
-        for hook in self._run_started:
-            hook(run)
 
-    def events_sent(
-        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
-    ) -> None:
-        for hook in self._events_sent:
-            hook(run, events, parent, action)
-
-    def action_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        event: Event,
-        started: float,
-        seconds: float,
-        error: BaseException | None,
-        outcome: str | None,
-    ) -> None:
-        for hook in self._action_finished:
-            hook(run, action, event, started, seconds, error, outcome)
-
-    def call_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        kind: str,
-        name: str,
-        started: float,
-        seconds: float,
-        result: Any,
-        error: BaseException | None,
-        replayed: bool,
-    ) -> None:
-        for hook in self._call_finished:
-            hook(run, action, kind, name, started, seconds, result, error, replayed)
-
-    def noted(self, run: RunInfo, action: str, kind: str, fields: Mapping[str, Any]) -> None:
-        for hook in self._noted:
-            hook(run, action, kind, fields)
-
-    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
-        for hook in self._run_finished:
-            hook(run, seconds, error)
+def _fan_out(hooks: tuple[Callable[[Any], None], ...], record: Any) -> None:
+    for hook in hooks:
+        hook(record)
 
 
 def combine(observers: Sequence[RunObserver | None]) -> RunObserver | None:

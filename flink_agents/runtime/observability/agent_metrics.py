@@ -19,7 +19,6 @@ publishes to Flink (``runtime/flink/metric_publisher.py``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from flink_agents.api.core_options import ConfigOption, register_options
 from flink_agents.runtime.metric_groups import (
@@ -29,7 +28,7 @@ from flink_agents.runtime.metric_groups import (
     Meter,
     SimpleMetricGroup,
 )
-from flink_agents.runtime.observability import RunCounts, RunInfo, RunObserver
+from flink_agents.runtime.observability import CallFinished, RunCounts, RunFinished, RunObserver
 
 #: Counts that have a ``...PerSec`` meter too (upstream's).
 _METERED = ("numOfEventProcessed", "numOfActionsExecuted")
@@ -107,21 +106,11 @@ class AgentMetrics(RunObserver):
         self._pending.set_source(source)
 
     # -- observer ------------------------------------------------------------------------------
-    def call_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        kind: str,
-        name: str,
-        started: float,
-        seconds: float,
-        result: Any,
-        error: BaseException | None,
-        replayed: bool,
-    ) -> None:
-        if replayed:
+    def call_finished(self, call: CallFinished) -> None:
+        if call.replayed:
             self.replayed.add_single_writer()
             return
+        kind, action, name, seconds = call.kind, call.action, call.name, call.seconds
         if kind == "model":
             self.model_calls.add_single_writer()
             self.model_latency.update(seconds * 1000.0)
@@ -133,7 +122,7 @@ class AgentMetrics(RunObserver):
                     sub.get_counter("completionTokens"),
                     sub.get_counter("retryCount"),
                 )
-            extra = getattr(result, "extra_args", None)
+            extra = getattr(call.result, "extra_args", None)
             if extra:
                 usage = extra.get("usage")
                 if usage:
@@ -151,8 +140,8 @@ class AgentMetrics(RunObserver):
                 counter = self._by_tool[(action, name)] = sub.get_counter("numOfToolCalls")
             counter.add_single_writer()
 
-    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
-        self.run_latency.update(seconds * 1000.0)
+    def run_finished(self, finished: RunFinished) -> None:
+        self.run_latency.update(finished.seconds * 1000.0)
 
 
 def histogram_values_since(histogram: Histogram, seen: int) -> list[float]:

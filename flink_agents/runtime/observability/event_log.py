@@ -39,7 +39,15 @@ from pydantic_core import PydanticSerializationError, to_json
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
-from flink_agents.runtime.observability import RunInfo, RunObserver
+from flink_agents.runtime.observability import (
+    ActionFinished,
+    CallFinished,
+    EventsSent,
+    Noted,
+    RunFinished,
+    RunInfo,
+    RunObserver,
+)
 from flink_agents.runtime.observability.event_log_options import (
     _TYPE_PREFIX,
     EventLogOptions,
@@ -275,9 +283,8 @@ class EventLogObserver(RunObserver):
     def run_started(self, run: RunInfo) -> None:
         self._new_log(run)
 
-    def events_sent(
-        self, run: RunInfo, events: Sequence[Event], parent: Event | None, action: str | None
-    ) -> None:
+    def events_sent(self, sent: EventsSent) -> None:
+        run, events, parent, action = sent.run, sent.events, sent.parent, sent.action
         run_log = run.data.get(self._slot)
         if run_log is None:  # a run that started before this observer was added
             run_log = self._new_log(run)
@@ -349,22 +356,15 @@ class EventLogObserver(RunObserver):
             self._flush_action(run_log)
         run_log.start = run_log.seconds = run_log.usage = None
 
-    def action_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        event: Event,
-        started: float,
-        seconds: float,
-        error: BaseException | None,
-        outcome: str | None,
-    ) -> None:
+    def action_finished(self, finished: ActionFinished) -> None:
+        run, action, event = finished.run, finished.action, finished.event
+        seconds, error, outcome = finished.seconds, finished.error, finished.outcome
         run_log = run.data.get(self._slot)
         if run_log is None:
             run_log = self._new_log(run)
         elif run_log.act is not None:
             self._flush_action(run_log)
-        start = run_log.start = run.started + (started - run.started_perf)
+        start = run_log.start = run.started + (finished.started - run.started_perf)
         run_log.seconds = seconds  # in seconds: the writer makes it ms (off this thread)
         if error is None and outcome is None:
             # The events it sends say all this (action, parentEventId, actionStart,
@@ -378,25 +378,15 @@ class EventLogObserver(RunObserver):
         )
         run_log.count += 1
 
-    def call_finished(
-        self,
-        run: RunInfo,
-        action: str,
-        kind: str,
-        name: str,
-        started: float,
-        seconds: float,
-        result: Any,
-        error: BaseException | None,
-        replayed: bool,
-    ) -> None:
+    def call_finished(self, call: CallFinished) -> None:
+        run, kind = call.run, call.kind
         run_log = run.data.get(self._slot)
         if run_log is None:
             run_log = self._new_log(run)
         elif run_log.act is not None:
             self._flush_action(run_log)
         usage = None
-        extra = getattr(result, "extra_args", None) if kind == "model" else None
+        extra = getattr(call.result, "extra_args", None) if kind == "model" else None
         if extra:
             usage = extra.get("usage")
             if usage:
@@ -427,28 +417,30 @@ class EventLogObserver(RunObserver):
         run_log.records.extend(
             (
                 "call",
-                run.started + (started - run.started_perf),
-                action,
+                run.started + (call.started - run.started_perf),
+                call.action,
                 kind,
-                name,
-                seconds,
+                call.name,
+                call.seconds,
                 usage,
-                _error(error),
-                replayed,
+                _error(call.error),
+                call.replayed,
                 rate or None,
             )
         )
 
-    def noted(self, run: RunInfo, action: str, kind: str, fields: Mapping[str, Any]) -> None:
+    def noted(self, note: Noted) -> None:
+        run = note.run
         run_log = run.data.get(self._slot)
         if run_log is None:
             run_log = self._new_log(run)
         elif run_log.act is not None:
             self._flush_action(run_log)
         run_log.count += 1
-        run_log.records.extend(("note", time.time(), action, kind, dict(fields)))
+        run_log.records.extend(("note", time.time(), note.action, note.kind, dict(note.fields)))
 
-    def run_finished(self, run: RunInfo, seconds: float, error: BaseException | None) -> None:
+    def run_finished(self, finished: RunFinished) -> None:
+        run = finished.run
         run_log = run.data.pop(self._slot, None)
         if run_log is None:
             run_log = self._new_log(run)
@@ -456,7 +448,7 @@ class EventLogObserver(RunObserver):
         elif run_log.act is not None:
             self._flush_action(run_log)
         self.open.pop(run.run_id, None)
-        run_log.records.extend(("run", run.started, seconds, _error(error)))
+        run_log.records.extend(("run", run.started, finished.seconds, _error(finished.error)))
         run_log.count += 1
         run_log.last = None
         self._put(run_log)
