@@ -112,6 +112,8 @@ class ModelGovernance:
         self._job_window_end = 0.0
         self._job_tokens = 0
         self._cache: collections.OrderedDict[str, ChatMessage] = collections.OrderedDict()
+        #: Cacheable requests in flight, by cache key (their futures give the answer).
+        self.pending: dict[str, asyncio.Future[ChatMessage | None]] = {}
         self.paused = 0
         self.exhausted = metrics.get_counter("numOfBudgetExhausted")
         metrics.get_gauge("callsPausedForBudget").set_source(lambda: self.paused)
@@ -345,14 +347,28 @@ class RunGuard:
         @functools.wraps(achat)
         async def call(*args: Any, **kwargs: Any) -> ChatMessage:
             hit = gov.cache_get(key)
+            if hit is None:
+                # The same request in flight on this loop: its answer (one call for both).
+                pending = gov.pending.get(key)
+                if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+                    hit = await asyncio.shield(pending)
             if hit is not None:
                 gov.hits.inc()
                 return _as_cached(hit)
             gov.misses.inc()
-            reply = await achat(*args, **kwargs)
-            if isinstance(reply, ChatMessage):
-                gov.cache_put(key, reply.model_copy(deep=True))
-            return reply
+            first = asyncio.get_running_loop().create_future()
+            gov.pending[key] = first
+            reply: ChatMessage | None = None
+            try:
+                reply = await achat(*args, **kwargs)
+                if isinstance(reply, ChatMessage):
+                    gov.cache_put(key, reply.model_copy(deep=True))
+                return reply
+            finally:
+                if gov.pending.get(key) is first:
+                    del gov.pending[key]
+                # Waiters get the answer, or None (they call themselves) after a failure.
+                first.set_result(reply if isinstance(reply, ChatMessage) else None)
 
         call.__self__ = setup  # type: ignore[attr-defined]
         return call
