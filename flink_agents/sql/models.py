@@ -22,6 +22,11 @@ scripted    ``respond`` (``module:function`` of ``(messages, tools) -> reply``),
             :class:`~flink_agents.testing.ScriptedChatModelConnection`, for tests and examples
 ==========  ===================================================================================
 
+The remote providers (openai, ollama, anthropic) also take the rate limits of the whole
+job (each subtask paces at its share; see docs/rate-limits.md): ``requests-per-minute``,
+``tokens-per-minute``, ``max-concurrent-requests``, and ``adaptive`` (``false``: no
+adaptation to throttling answers), on the model or on its catalog connection.
+
 Every provider also takes ``provider``, ``connection`` and Flink's ``task``; any other key is
 an error naming the supported ones.
 """
@@ -62,7 +67,9 @@ _CLASSES = {
 #: The model providers, in the order error messages list them.
 PROVIDERS = tuple(_CLASSES)
 
-_REMOTE = ("endpoint", "timeout", "max-retries")
+#: Rate limits of a remote provider's connection (``_pacing.RateLimitSettings``).
+_LIMITS = ("requests-per-minute", "tokens-per-minute", "max-concurrent-requests", "adaptive")
+_REMOTE = ("endpoint", "timeout", "max-retries", *_LIMITS)
 _KEYS: dict[str, tuple[str, ...]] = {
     "openai": (
         *(*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
@@ -168,6 +175,21 @@ def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any
         conn["request_timeout" if provider == "ollama" else "timeout"] = seconds
     if "max-retries" in options:
         conn["max_retries"] = _number(options, "max-retries", int, 0)
+    for key, kind in (
+        ("requests-per-minute", float),
+        ("tokens-per-minute", float),
+        ("max-concurrent-requests", int),
+    ):
+        if key in options:
+            value = _number(options, key, kind, 1)
+            conn[key.replace("-", "_")] = value
+    if "adaptive" in options:
+        flag = options["adaptive"].strip().lower()
+        if flag not in ("true", "false"):
+            raise ConfigurationError(
+                f"option 'adaptive' = '{options['adaptive']}' must be true or false"
+            )
+        conn["adaptive"] = flag == "true"
     if provider in ("openai", "anthropic"):
         key = secret_from(options, "api-key", "api-key-env")
         if key:
