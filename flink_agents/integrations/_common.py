@@ -5,7 +5,7 @@ Private: the public names are the connections and setups in the integration modu
 
 Design notes:
 
-- **Retries** use ``tenacity``: exponential backoff with jitter on 408/409/425/429/5xx,
+- **Retries** (a loop of our own): exponential backoff with jitter on 408/409/425/429/5xx,
   timeouts and connection errors; a ``Retry-After`` header shortens or lengthens the wait
   (never beyond ``retry_max_backoff``). Anything else fails at once. A throttled attempt
   (``adaptive``, the default) is retried without backoff of its own: the governor holds it
@@ -37,7 +37,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import httpx
-import tenacity
 from pydantic import Field, PrivateAttr, SecretStr
 
 from flink_agents.errors import ModelCallError
@@ -167,60 +166,47 @@ class ModelClientSettings(RateLimitSettings):
         """Secret values to scrub from error messages (override where there are some)."""
         return ()
 
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, CallFailure) and exc.throttled and self.adaptive:
-            return 0.0  # the governor waits: the server's Retry-After, then paced
-        backoff = self.retry_initial_backoff * (2 ** (state.attempt_number - 1))
+    def _next_wait(self, exc: CallFailure, attempts: int, report: CallReport) -> float | None:
+        """Seconds before the next attempt after the failed ``attempts``-th, or None to give
+        up. A throttled attempt (``adaptive``) is retried at once, up to
+        ``max_throttled_retries`` times: the governor holds it for the server's
+        Retry-After and paces it. Other failures: ``max_retries`` with exponential backoff
+        and jitter, a Retry-After shortening or lengthening the wait (at most
+        ``retry_max_backoff``)."""
+        if not exc.retryable:
+            return None
+        if self.adaptive and exc.throttled:
+            return 0.0 if report.throttled <= self.max_throttled_retries else None
+        failed = report.failures if self.adaptive else attempts
+        if failed > self.max_retries:
+            return None
+        backoff = self.retry_initial_backoff * (2 ** (failed - 1))
         backoff = min(self.retry_max_backoff, backoff * (0.5 + random.random() / 2))
-        if isinstance(exc, CallFailure) and exc.retry_after is not None:
+        if exc.retry_after is not None:
             backoff = min(self.retry_max_backoff, exc.retry_after)
         return backoff
 
-    def _retry_kwargs(self, model: str | None, report: CallReport) -> dict[str, Any]:
-        adaptive = self.adaptive
-
-        def stop(state: tenacity.RetryCallState) -> bool:
-            # Throttled attempts (paced by the governor) count apart from failures.
-            if adaptive and report.throttled and report.failures == 0:
-                return report.throttled > self.max_throttled_retries
-            if adaptive:
-                return report.failures > self.max_retries or (
-                    report.throttled > self.max_throttled_retries
-                )
-            return state.attempt_number >= self.max_retries + 1
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, CallFailure) and exc.throttled and adaptive:
-                log.info(
-                    "%s call to model %r was throttled (%d time(s)): %s; paced retry",
-                    self.PROVIDER,
-                    model,
-                    report.throttled,
-                    redact(str(exc), *self._secrets()),
-                )
-                return
-            wait = state.next_action.sleep if state.next_action else 0.0
-            log.warning(
-                "%s call to model %r failed (attempt %d of %d): %s; retrying in %.2fs",
+    def _retrying(
+        self, exc: CallFailure, model: str | None, attempts: int, wait: float, report: CallReport
+    ) -> None:
+        if self.adaptive and exc.throttled:
+            log.info(
+                "%s call to model %r was throttled (%d time(s)): %s; paced retry",
                 self.PROVIDER,
                 model,
-                state.attempt_number,
-                self.max_retries + 1,
+                report.throttled,
                 redact(str(exc), *self._secrets()),
-                wait,
             )
-
-        return {
-            "stop": stop,
-            "wait": self._wait,
-            "retry": tenacity.retry_if_exception(
-                lambda e: isinstance(e, CallFailure) and e.retryable
-            ),
-            "before_sleep": before_sleep,
-            "reraise": True,
-        }
+            return
+        log.warning(
+            "%s call to model %r failed (attempt %d of %d): %s; retrying in %.2fs",
+            self.PROVIDER,
+            model,
+            attempts,
+            self.max_retries + 1,
+            redact(str(exc), *self._secrets()),
+            wait,
+        )
 
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
         tries = f" after {attempts} attempt(s)" if exc.retryable else ""
@@ -282,23 +268,27 @@ class ModelClientSettings(RateLimitSettings):
             ModelCallError: the call failed for good.
         """
         report = report if report is not None else CallReport()
-        retrying = tenacity.Retrying(**self._retry_kwargs(model, report))
-
-        def governed() -> T:
-            permit = self.governor.acquire_sync(tokens)
+        governor = self.governor
+        attempts = 0
+        while True:
+            attempts += 1
+            permit = governor.acquire_sync(tokens)
             try:
                 result = attempt()
+            except CallFailure as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                wait = self._next_wait(exc, attempts, report)
+                if wait is None:
+                    raise self._error(exc, model, attempts) from None
+                self._retrying(exc, model, attempts, wait, report)
+                if wait > 0:
+                    time.sleep(wait)
+                continue
             except BaseException as exc:
                 self._settle_attempt(permit, report, None, exc, usage_of)
                 raise
             self._settle_attempt(permit, report, result, None, usage_of)
-            return result
-
-        try:
-            result = retrying(governed)
-        except CallFailure as exc:
-            raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
-        return result, int(retrying.statistics.get("attempt_number", 1))
+            return result, attempts
 
     async def acall_with_retries(
         self,
@@ -311,24 +301,31 @@ class ModelClientSettings(RateLimitSettings):
     ) -> tuple[T, int]:
         """Asynchronous :meth:`call_with_retries`: ``attempt`` is an ``async def`` function
         (called with ``args``); waits in the governor hold no thread."""
+        # A loop of our own, not tenacity's: its statistics are thread-local, and a run on
+        # the Flink host may resume on another thread (the operator thread borrows the
+        # slot's loop: runtime/flink/gated_loop.py).
         report = report if report is not None else CallReport()
-        retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model, report))
-
-        async def governed(*a: Any) -> T:
-            permit = await self.governor.acquire(tokens)
+        governor = self.governor
+        attempts = 0
+        while True:
+            attempts += 1
+            permit = await governor.acquire(tokens)
             try:
-                result = await attempt(*a)
+                result = await attempt(*args)
+            except CallFailure as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                wait = self._next_wait(exc, attempts, report)
+                if wait is None:
+                    raise self._error(exc, model, attempts) from None
+                self._retrying(exc, model, attempts, wait, report)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                continue
             except BaseException as exc:
                 self._settle_attempt(permit, report, None, exc, usage_of)
                 raise
             self._settle_attempt(permit, report, result, None, usage_of)
-            return result
-
-        try:
-            result: T = await retrying(governed, *args)
-        except CallFailure as exc:
-            raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
-        return result, int(retrying.statistics.get("attempt_number", 1))
+            return result, attempts
 
 
 def secret_value(value: SecretStr | str | None) -> str | None:

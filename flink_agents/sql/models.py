@@ -175,14 +175,13 @@ def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any
         conn["request_timeout" if provider == "ollama" else "timeout"] = seconds
     if "max-retries" in options:
         conn["max_retries"] = _number(options, "max-retries", int, 0)
-    for key, kind in (
+    for limit, kind in (
         ("requests-per-minute", float),
         ("tokens-per-minute", float),
         ("max-concurrent-requests", int),
     ):
-        if key in options:
-            value = _number(options, key, kind, 1)
-            conn[key.replace("-", "_")] = value
+        if limit in options:
+            conn[limit.replace("-", "_")] = _number(options, limit, kind, 1)
     if "adaptive" in options:
         flag = options["adaptive"].strip().lower()
         if flag not in ("true", "false"):
