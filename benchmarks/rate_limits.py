@@ -64,6 +64,23 @@ def _question(n: int) -> str:
     return f"k{int(n)} what is {int(n)} plus one?"
 
 
+class _Paced(MapFunction):
+    """Lets records go at most ``rate`` a second (a source faster than the quota, as a
+    stream is, rather than the whole input at once: network buffers then hold about what
+    buffer debloating lets them, and aligned barriers wait behind that, not the input)."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self._next = 0.0
+
+    def map(self, value: Any) -> str:
+        now = time.monotonic()
+        if self._next > now:
+            time.sleep(self._next - now)
+        self._next = max(now, self._next) + self.interval
+        return _question(value)
+
+
 class _Tally(MapFunction):
     """Appends ``ok`` / the error type of each output to a file (counted by the driver)."""
 
@@ -115,6 +132,7 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
     conf.set_string("web.checkpoints.history", "1000")
     if checkpoints == "aligned":
         conf.set_string("taskmanager.network.memory.buffer-debloat.enabled", "true")
+        conf.set_string("taskmanager.network.memory.buffer-debloat.target", args.debloat_target)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(args.parallelism)
     env.enable_checkpointing(args.interval_ms)
@@ -141,7 +159,9 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
         numbers = env.from_source(
             NumberSequenceSource(0, args.keys - 1), WatermarkStrategy.no_watermarks(), "keys"
         )
-        questions = numbers.map(_question, output_type=Types.STRING())
+        questions = numbers.map(
+            _Paced(args.source_factor * args.rpm / 60.0), output_type=Types.STRING()
+        )
         out = (
             agents_env.from_datastream(questions, key_selector=lambda q: q.split()[0])
             .apply(_agent(server, mode, args.rpm, args.tpm))
@@ -219,6 +239,10 @@ def main() -> None:
     parser.add_argument("--mode", choices=["thread", "process"], default="thread")
     parser.add_argument("--parallelism", type=int, default=1)
     parser.add_argument("--retry-after", choices=["ms", "seconds"], default="ms")
+    parser.add_argument(
+        "--source-factor", type=float, default=3.0, help="source rate / quota (> 1: calls wait)"
+    )
+    parser.add_argument("--debloat-target", default="500 ms")
     args = parser.parse_args()
     print(
         f"{args.keys} keys, one call each; quota {args.rpm:g} requests and {args.tpm:g} "

@@ -67,6 +67,8 @@ SLOW_START = 4
 MIN_RATE = 1.0 / 60.0
 #: Longest connection-wide pause a server's answer may ask for (seconds).
 MAX_PAUSE = 600.0
+#: Longest sleep of a reservation while token refunds may move it earlier (seconds).
+RESCHEDULE_SLICE = 0.1
 #: Completion tokens assumed for a chat call before any reply told better.
 COMPLETION_GUESS = 256
 
@@ -204,11 +206,13 @@ class _Pacer:
     when the bucket holds it; a larger one when the bucket is full (it then owes the rest,
     which delays the next). Not thread safe (the governor holds its lock)."""
 
-    __slots__ = ("rate", "tat")
+    __slots__ = ("rate", "shift", "tat")
 
     def __init__(self, rate: float | None) -> None:
         self.rate = rate
         self.tat = -math.inf
+        #: Seconds refunds moved the schedule earlier, in all (see :meth:`adjust`).
+        self.shift = 0.0
 
     def earliest(self, cost: float) -> float:
         """The earliest start for ``cost`` (``-inf``: at once; no rate: at once)."""
@@ -223,11 +227,18 @@ class _Pacer:
             self.tat = max(self.tat, start) + cost / self.rate
 
     def adjust(self, cost: float, now: float) -> None:
-        """Take ``cost`` more (a usage above its estimate) or give it back (below)."""
+        """Take ``cost`` more (a usage above its estimate) or give it back (below). A
+        refund moves the schedule earlier: it adds to :attr:`shift`, by which waiting
+        reservations (all after the refunded one: reservations are in order) start earlier."""
         if self.rate and cost:
             tat = self.tat + cost / self.rate
+            if cost > 0:
+                self.tat = tat
+                return
             # A refund never makes the bucket fuller than full.
-            self.tat = max(tat, min(self.tat, now)) if cost < 0 else tat
+            moved = self.tat - max(tat, min(self.tat, now))
+            self.tat -= moved
+            self.shift += moved
 
 
 # -- slots: a semaphore with a changing limit, for any thread and loop ----------------------------
@@ -318,6 +329,17 @@ class _Slots:
 
 
 # -- the governor ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reservation:
+    """A start time taken from the pacers: ``start`` as reserved, ``floor`` what requests
+    and pauses allow, the token pacer's ``shift`` and the governor's generation then."""
+
+    start: float
+    floor: float
+    shift: float
+    generation: int
 
 
 @dataclass
@@ -491,17 +513,27 @@ class Governor:
         the rate was lowered since (made at the old rate) or a pause runs (throttled)."""
         return generation == self._generation and self.pause_until <= self.clock()
 
-    def _reserve(self, tokens: int) -> tuple[float, int]:
+    def _reserve(self, tokens: int) -> _Reservation:
         """Reserve a start time for one request of ``tokens`` (under the lock)."""
         now = self.clock()
-        start = max(
-            now, self.pause_until, self._requests.earliest(1), self._tokens.earliest(tokens)
-        )
+        floor = max(now, self.pause_until, self._requests.earliest(1))
+        start = max(floor, self._tokens.earliest(tokens))
         self._requests.commit(start, 1)
         self._tokens.commit(start, tokens)
         if start > now:
             self._last_paced = now
-        return start, self._generation
+        return _Reservation(start, floor, self._tokens.shift, self._generation)
+
+    def _delay(self, reservation: _Reservation) -> float:
+        """Seconds until ``reservation`` may start: token refunds since it was made move it
+        earlier, never before what requests and pauses allow."""
+        moved = self._tokens.shift - reservation.shift
+        start = max(reservation.floor, reservation.start - moved)
+        return start - self.clock()
+
+    def _slice(self, delay: float) -> float:
+        """How long to sleep of ``delay``: in slices when token refunds may move the start."""
+        return min(delay, RESCHEDULE_SLICE) if self._tokens.rate else delay
 
     def _enter(self, prompt_estimate: int | None) -> tuple[float, int, int]:
         raw = max(0, int(prompt_estimate or 0))
@@ -535,12 +567,12 @@ class Governor:
             try:
                 while True:
                     with self._lock:
-                        start, generation = self._reserve(tokens)
-                    delay = start - self.clock()
-                    if delay <= 0:
-                        break
-                    await asyncio.sleep(delay)
-                    if self._still_valid(generation):
+                        reservation = self._reserve(tokens)
+                    slept = False
+                    while (delay := self._delay(reservation)) > 0:
+                        await asyncio.sleep(self._slice(delay))
+                        slept = True
+                    if not slept or self._still_valid(reservation.generation):
                         break
                     # Throttled meanwhile: queue again behind the pause, at the new rate.
             except BaseException:
@@ -558,12 +590,12 @@ class Governor:
             try:
                 while True:
                     with self._lock:
-                        start, generation = self._reserve(tokens)
-                    delay = start - self.clock()
-                    if delay <= 0:
-                        break
-                    time.sleep(delay)
-                    if self._still_valid(generation):
+                        reservation = self._reserve(tokens)
+                    slept = False
+                    while (delay := self._delay(reservation)) > 0:
+                        time.sleep(self._slice(delay))
+                        slept = True
+                    if not slept or self._still_valid(reservation.generation):
                         break
             except BaseException:
                 self._slots.release()

@@ -42,8 +42,8 @@ def _starts(governor: Governor, count: int, tokens: int = 0) -> list[float]:
     starts = []
     for _ in range(count):
         with governor._lock:
-            start, _ = governor._reserve(tokens)
-        starts.append(round(start - governor.clock(), 6))
+            reservation = governor._reserve(tokens)
+        starts.append(round(reservation.start - governor.clock(), 6))
     return starts
 
 
@@ -101,8 +101,33 @@ def test_declared_tokens_pace_by_the_estimate_and_are_corrected_from_usage():
     # Learned: prompts are 3x the estimate here (smoothed), completions ~4 tokens.
     assert governor.estimate(20) > 20
     with governor._lock:
-        start, _ = governor._reserve(20)
-    assert start - clock.now == pytest.approx(0.5 + 0.6, abs=0.01)
+        reservation = governor._reserve(20)
+    assert reservation.start - clock.now == pytest.approx(0.5 + 0.6, abs=0.01)
+
+
+def test_token_refunds_move_waiting_reservations_earlier_but_not_past_the_request_rate():
+    clock = Clock(0.0)
+    governor = Governor(
+        tokens_per_second=100.0, concurrency=100, completion_guess=100, clock=clock
+    )
+    with governor._lock:
+        first = governor._reserve(100)  # the bucket is full: at once, then 1 s owed
+        second = governor._reserve(100)
+    assert governor._delay(first) <= 0 and governor._delay(second) == pytest.approx(1.0)
+    # The first call used 20 of its 100 tokens: the second may go 0.8 s earlier.
+    governor._slots.in_use = 1
+    permit = pacing.Permit(started=0.0, waited=0.0, prompt_estimate=0, tokens=100)
+    governor.succeeded(permit, prompt_tokens=0, completion_tokens=20)
+    assert governor._delay(second) == pytest.approx(0.2)
+    # With a request rate too, a refund never moves a call before the request schedule.
+    paced = Governor(
+        requests_per_second=1.0, tokens_per_second=100.0, concurrency=100, clock=clock
+    )
+    with paced._lock:
+        paced._reserve(100)
+        later = paced._reserve(100)
+    paced._tokens.adjust(-100, now=0.0)
+    assert paced._delay(later) == pytest.approx(1.0)
 
 
 def test_share_of_the_job_wide_limit_comes_from_the_resource_context():
