@@ -188,6 +188,8 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
     span = (times[-1] - times[0]) if len(times) > 1 else 0.0
     quota = args.rpm / 60.0
     values = sorted(durations)
+    if args.verbose:
+        print(f"  checkpoints in order (ms): {durations}", flush=True)
     return {
         "answers": accepted,
         "refused": refused,
@@ -203,7 +205,8 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
 
 
 def _watch(jobmanager: str, job_id: str) -> list[int]:
-    """End-to-end durations (ms) of the checkpoints that completed while the job ran."""
+    """End-to-end durations (ms) of the checkpoints that completed while the job ran, in
+    the order they were triggered."""
     durations: dict[int, int] = {}
     errors = 0
     while True:
@@ -218,7 +221,7 @@ def _watch(jobmanager: str, job_id: str) -> list[int]:
             errors += 1  # a slow answer on a busy machine, or the job is gone
             state = "GONE" if errors >= 5 else "RUNNING"
         if state in jobs.TERMINAL_STATES or state == "GONE":
-            return list(durations.values())
+            return [durations[k] for k in sorted(durations)]
         time.sleep(0.5)
 
 
@@ -243,6 +246,7 @@ def main() -> None:
         "--source-factor", type=float, default=3.0, help="source rate / quota (> 1: calls wait)"
     )
     parser.add_argument("--debloat-target", default="500 ms")
+    parser.add_argument("--verbose", action="store_true", help="every checkpoint's duration")
     args = parser.parse_args()
     print(
         f"{args.keys} keys, one call each; quota {args.rpm:g} requests and {args.tpm:g} "
