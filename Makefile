@@ -10,7 +10,7 @@ MODEL_STAMP := $(VENV)/.local-llm
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench dist clean browser
+	java model demo bench dist clean browser docs docs-serve
 
 venv: $(STAMP)
 
@@ -20,11 +20,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -e ".[dev,flink,chroma,mem0]"
 	touch $(STAMP)
 
-## The README's test command.
+## The test command (README, Getting started).
 test: venv java model browser lint test-fast test-flink
 
-## Headless chromium for the trace page test (Debian's package; a no-op when installed,
-## a note when it cannot be installed here: the test then skips with that reason).
+## Headless chromium for the trace page and docs site tests (Debian's package; a no-op when
+## installed, a note when it cannot be installed here: those tests then skip with that reason).
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -46,15 +46,36 @@ test-flink-thread: venv java
 test-flink-process: venv java
 	FLINK_AGENTS_TEST_MODE=process $(PY) -m pytest tests/flink -m flink -q
 
+# mkdocs-material's banner about its successor, printed on every build: not a problem of ours.
+export NO_MKDOCS_2_WARNING := 1
+
+LINTED := flink_agents tests examples benchmarks scripts docs/gen_reference.py setup.py \
+	java-bridge/build.py
+
+## Lint, types, the import contracts, and the docs: the generated reference pages must be up
+## to date and the site must build with `mkdocs build --strict` (broken links and anchors
+## fail it; the docs part takes ~10 s).
 lint: venv
-	$(PY) -m ruff check flink_agents tests examples benchmarks setup.py java-bridge/build.py
-	$(PY) -m ruff format --check flink_agents tests examples benchmarks setup.py java-bridge/build.py
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
+	$(PY) docs/gen_reference.py --check
+	$(PY) -m mkdocs build --strict --quiet --site-dir build/site
 
 format: venv
-	$(PY) -m ruff check --fix flink_agents tests examples benchmarks setup.py java-bridge/build.py
-	$(PY) -m ruff format flink_agents tests examples benchmarks setup.py java-bridge/build.py
+	$(PY) -m ruff check --fix $(LINTED)
+	$(PY) -m ruff format $(LINTED)
+
+## The documentation site: reference pages written from the code, then the site in site/
+## (open site/index.html, or `make docs-serve` for http://127.0.0.1:8000 with live reload).
+docs: venv
+	$(PY) docs/gen_reference.py
+	$(PY) -m mkdocs build --strict --site-dir site
+
+docs-serve: venv
+	$(PY) docs/gen_reference.py
+	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:8000
 
 ## The Java bridge jar (javac, no Maven), shipped in flink_agents/runtime/java/lib/. The
 ## editable install of `make venv` builds it too (setup.py); this target builds it again
@@ -93,4 +114,4 @@ dist: venv
 	$(PY) -m build
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info

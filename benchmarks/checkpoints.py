@@ -12,7 +12,10 @@ Usage::
 
     .venv/bin/python benchmarks/checkpoints.py [--inputs 3000] [--latency 0.5]
         [--max-in-flight 100] [--interval-ms 500] [--mode thread|process]
-        [--only aligned|unaligned] [--order unaligned,aligned]
+        [--only aligned|unaligned] [--order unaligned,aligned] [--plot PATH]
+
+``--plot PATH`` writes a PNG of every checkpoint's duration over the job's time, aligned
+against unaligned (``benchmarks/plots.py``; needs matplotlib, the dev extra).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.functions import SinkFunction
 from pyflink.java_gateway import get_gateway
 
+from benchmarks import plots
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.errors import ClusterError
 from flink_agents.ops import jobs
@@ -73,11 +77,13 @@ def _run(args: argparse.Namespace, unaligned: bool) -> dict[str, Any]:
         SinkFunction(jvm.org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink())
     )
     agents_env.configure_workers()
-    started = time.monotonic()
+    started, started_epoch_ms = time.monotonic(), time.time() * 1000
     client = env.execute_async("checkpoints under backpressure")
     job_id = str(client.get_job_id())
     jobmanager = f"localhost:{port}"
     durations: dict[int, int] = {}
+    triggered: dict[int, float] = {}  # seconds since the job was submitted
+    in_progress: set[int] = set()  # last seen in progress
     counts: dict[str, int] = {}
     unfinished: dict[int, tuple[int, str]] = {}
     state = "INITIALIZING"
@@ -86,9 +92,17 @@ def _run(args: argparse.Namespace, unaligned: bool) -> dict[str, Any]:
         try:
             stats = jobs.checkpoint_stats(jobmanager, job_id)
             for cp in stats.get("history", []):
+                if cp.get("trigger_timestamp"):
+                    triggered[int(cp["id"])] = (
+                        int(cp["trigger_timestamp"]) - started_epoch_ms
+                    ) / 1000
                 if cp.get("status") == "COMPLETED":
                     durations[int(cp["id"])] = int(cp["end_to_end_duration"])
                 elif cp.get("status") in ("FAILED", "IN_PROGRESS"):
+                    if cp["status"] == "IN_PROGRESS":
+                        in_progress.add(int(cp["id"]))
+                    else:
+                        in_progress.discard(int(cp["id"]))
                     # A checkpoint still waiting behind the backlog when the input ends
                     # fails (its tasks finished): how long it had been waiting counts too.
                     unfinished[int(cp["id"])] = (
@@ -117,6 +131,15 @@ def _run(args: argparse.Namespace, unaligned: bool) -> dict[str, Any]:
         "max_ms": values[-1] if values else None,
         "median_ms": statistics.median(values) if values else None,
         "job_s": round(took, 1),
+        # For the figure: (seconds since submission, duration ms) of each checkpoint.
+        "completed": [(triggered.get(k, 0.0), v) for k, v in sorted(durations.items())],
+        # Never completed: how long each had waited (one still in progress at the last
+        # look: until the job ended, at least).
+        "waited": [
+            (triggered[k], max(v[0], (took - triggered[k]) * 1000) if k in in_progress else v[0])
+            for k, v in sorted(unfinished.items())
+            if k not in durations and k in triggered
+        ],
     }
 
 
@@ -131,7 +154,12 @@ def main() -> None:
     parser.add_argument(
         "--order", default="aligned,unaligned", help="which runs first (the first pays warm-up)"
     )
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG of the durations here")
     args = parser.parse_args()
+    if args.plot:
+        plots.require()
+    load_before = plots.load_average()
+    series: dict[str, dict[str, Any]] = {}
     print(
         f"{args.inputs} inputs, {args.latency} s calls, {args.max_in_flight} in flight, "
         f"checkpoint every {args.interval_ms} ms, {args.mode} mode"
@@ -148,6 +176,14 @@ def main() -> None:
         )
         for waited, why in result["unfinished"]:
             print(f"           not completed after {waited} ms: {why}")
+        series[kind] = {"completed": result["completed"], "unfinished": result["waited"]}
+    if args.plot:
+        command = (
+            f"benchmarks/checkpoints.py --inputs {args.inputs} --latency {args.latency} "
+            f"--max-in-flight {args.max_in_flight} --interval-ms {args.interval_ms} "
+            f"({args.mode} mode)"
+        )
+        plots.checkpoints(series, args.plot, plots.machine_note(command, load_before))
 
 
 if __name__ == "__main__":

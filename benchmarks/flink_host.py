@@ -25,7 +25,14 @@ before and after the operator notes the times. Both pipelines have the same maps
 Usage::
 
     .venv/bin/python benchmarks/flink_host.py [--records 20000] [--keys 100]
-        [--mode thread|process] [--concurrency-keys 2000] [--repeat 3] [--observability]
+        [--mode thread|process] [--concurrency-keys 2000] [--in-flight 16,64,256]
+        [--repeat 3] [--observability] [--plot PATH [--plot-data FILE.json]]
+
+``--in-flight`` runs the concurrency job once per ``max-in-flight`` value (default: the
+option's default). ``--plot PATH`` writes a PNG of the figures (``benchmarks/plots.py``):
+agent vs baseline and concurrency vs in-flight, or with ``--observability`` the cost of
+metrics and the event log; ``--plot-data`` keeps each Flink version's and mode's medians in a
+JSON file so that one figure compares them (run once per mode with the same file).
 """
 
 from __future__ import annotations
@@ -53,7 +60,9 @@ from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.functions import SinkFunction
 from pyflink.datastream.state import ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
+from pyflink.version import __version__ as flink_version
 
+from benchmarks import plots
 from flink_agents.api.core_options import AgentConfiguration, AgentExecutionOptions
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.runtime.observability.event_log_options import writer_kind
@@ -221,7 +230,22 @@ def main() -> None:
         action="store_true",
         help="also run the agent without re-assigning input timestamps to outputs",
     )
+    parser.add_argument(
+        "--in-flight",
+        default=str(AgentExecutionOptions.MAX_IN_FLIGHT.default),
+        help="max-in-flight values of the concurrency job, comma separated (one job each)",
+    )
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG of the figures here")
+    parser.add_argument(
+        "--plot-data",
+        metavar="FILE",
+        help="with --plot: keep this run's medians in this JSON file (one entry per Flink "
+        "version and mode) and plot all its entries",
+    )
     args = parser.parse_args()
+    if args.plot:
+        plots.require()
+    load_before = plots.load_average()
 
     def show(result: dict[str, Any]) -> None:
         print(
@@ -237,7 +261,7 @@ def main() -> None:
         f"repeat={args.repeat}"
     )
     if args.observability:
-        _observability(args, show)
+        _observability(args, show, load_before)
         return
     # Baseline and agent alternate, each run in a job of its own: run-to-run spread on this
     # shared 2-vCPU machine is +-20 %, so the figures are the medians of the runs.
@@ -258,19 +282,46 @@ def main() -> None:
         print(f"agent without timestamp re-assignment / baseline: {bare_ratio:.0%}")
 
     keys = args.concurrency_keys
-    concurrency = _run(args.mode, keys, keys, "concurrency", latency=0.2)
-    concurrency["kind"] = "concurrency"
-    show(concurrency)
-    max_in_flight = AgentExecutionOptions.MAX_IN_FLIGHT.default
-    ideal = min(keys, max_in_flight) / 0.2
-    print(
-        f"concurrency: {concurrency['rate']:.0f} runs/s vs ideal min({keys}, "
-        f"{max_in_flight}) / 0.2 s = {ideal:.0f} runs/s: {concurrency['rate'] / ideal:.0%} "
-        "(target >= 80%)"
-    )
+    points = []
+    for max_in_flight in (int(v) for v in args.in_flight.split(",")):
+        concurrency = _run(
+            args.mode,
+            keys,
+            keys,
+            "concurrency",
+            latency=0.2,
+            config={"max-in-flight": max_in_flight},
+        )
+        concurrency["kind"] = "concurrency"
+        show(concurrency)
+        ideal = min(keys, max_in_flight) / 0.2
+        print(
+            f"concurrency: {concurrency['rate']:.0f} runs/s vs ideal min({keys}, "
+            f"{max_in_flight}) / 0.2 s = {ideal:.0f} runs/s: {concurrency['rate'] / ideal:.0%} "
+            "(target >= 80%)"
+        )
+        points.append(
+            {"in_flight": max_in_flight, "rate": round(concurrency["rate"], 1), "ideal": ideal}
+        )
+    if args.plot:
+        entry = {
+            "flink": flink_version,
+            "mode": args.mode,
+            "baseline": round(baseline["rate"], 1),
+            "agent": round(agent["rate"], 1),
+            "concurrency": points,
+        }
+        entries = plots.merge_entries(args.plot_data, entry)
+        modes = "/".join(sorted({e["mode"] for e in entries}))
+        command = (
+            f"benchmarks/flink_host.py --mode {modes} --records {args.records} "
+            f"--keys {args.keys} --repeat {args.repeat} --concurrency-keys {keys} "
+            f"--in-flight {args.in_flight}"
+        )
+        plots.throughput(entries, args.plot, plots.machine_note(command, load_before))
 
 
-def _observability(args: argparse.Namespace, show: Any) -> None:
+def _observability(args: argparse.Namespace, show: Any, load_before: float) -> None:
     """Agent throughput with metrics off, on, and on with the event log (alternating)."""
     log_dir = tempfile.mkdtemp(prefix="flink-host-bench-log-")
     configs: dict[str, dict[str, Any]] = {
@@ -347,6 +398,13 @@ def _observability(args: argparse.Namespace, show: Any) -> None:
     )
     size = sum(os.path.getsize(os.path.join(log_dir, f)) for f in os.listdir(log_dir))
     print(f"event log written: {size / 1e6:.1f} MB in {log_dir}")
+    if args.plot:
+        command = (
+            f"benchmarks/flink_host.py --observability --records {args.records} "
+            f"--keys {args.keys} --repeat {args.repeat} ({args.mode} mode, Flink "
+            f"{flink_version})"
+        )
+        plots.event_log(runs, args.plot, plots.machine_note(command, load_before))
 
 
 if __name__ == "__main__":

@@ -165,15 +165,10 @@ def _identity(value: Any) -> Any:
 
 #: Every known option by key (aliases included).
 _OPTIONS: dict[str, ConfigOption[Any]] = {}
-#: Modules that define option holders; imported before a key is declared unknown, so their
-#: options are known even when nothing imported them yet. A missing module is skipped.
-_OPTION_MODULES: list[str] = [
-    "flink_agents.api.memory.long_term_memory",
-    "flink_agents.api.timeouts",
-    "flink_agents.api.approval",
-    "flink_agents.api.governance",
-    "flink_agents.runtime.observability.event_log_options",
-]
+#: Entry point group naming the modules that declare options (pyproject.toml); each is
+#: imported before a key is declared unknown, so its options are known (and checked) even
+#: when nothing imported it yet. The API does not import the runtime's modules itself.
+OPTIONS_GROUP = "flink_agents.options"
 _imported_option_modules = False
 #: Key families an option holder reads by pattern (``event-log.type.<event type>.level``):
 #: ``(prefix, suffix) -> parse`` (raises ValueError for a bad value).
@@ -341,11 +336,18 @@ def _import_option_modules() -> None:
     if _imported_option_modules:
         return
     _imported_option_modules = True
-    for module in _OPTION_MODULES:
+    for module in option_modules():
         try:
             importlib.import_module(module)
         except ImportError:
             continue
+
+
+def option_modules() -> list[str]:
+    """The modules that declare options, from the ``flink_agents.options`` entry points."""
+    from importlib.metadata import entry_points
+
+    return sorted(point.value for point in entry_points(group=OPTIONS_GROUP))
 
 
 def _positive(v: Any) -> str | None:

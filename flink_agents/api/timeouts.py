@@ -6,8 +6,8 @@ built-in chat action, ``tool.timeout`` each tool call of the built-in tool actio
 setup's ``timeout=`` argument, ``@tool(timeout=...)``, ``FunctionTool.from_callable(...,
 timeout=...)``) and an action's ``timeout`` config (``@action(InputEvent, timeout=5)``)
 override them. A call past its timeout raises
-:class:`~flink_agents.errors.CallTimeoutError` (a ``TimeoutError``). See the README's
-"Timeouts" section for what is cancelled and what can only be abandoned.
+:class:`~flink_agents.errors.CallTimeoutError` (a ``TimeoutError``). See
+docs/user-guide/timeouts.md for what is cancelled and what can only be abandoned.
 """
 
 from __future__ import annotations

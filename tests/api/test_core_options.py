@@ -272,3 +272,51 @@ def test_flink_conf_dir_config_yaml_is_read(tmp_path, monkeypatch, caplog):
     assert AgentConfiguration().load_flink_conf_dir(empty) is False
     monkeypatch.delenv("FLINK_CONF_DIR")
     assert AgentConfiguration().load_flink_conf_dir() is False
+
+
+def test_every_module_declaring_options_is_an_options_entry_point():
+    """A module that declares options must be listed in pyproject's flink_agents.options
+    group, or its keys are unknown (and unchecked) until something imports it."""
+    import ast
+    from pathlib import Path
+
+    from flink_agents.api import core_options
+
+    package = Path(core_options.__file__).resolve().parents[1]
+    declaring = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("ConfigOption", "register_options", "register_key_family")
+            for node in ast.walk(tree)
+        ):
+            module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+            declaring.add(module.removesuffix(".__init__"))
+    declaring.discard("flink_agents.api.core_options")  # the registry itself
+    import tomllib
+
+    pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(pyproject["project"]["entry-points"][core_options.OPTIONS_GROUP].values())
+    assert declaring <= listed, "add them to pyproject.toml's flink_agents.options"
+    # The installed metadata (what the registry reads) is pyproject's.
+    assert set(core_options.option_modules()) == listed
+
+
+def test_an_option_of_a_module_not_imported_yet_is_checked():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from flink_agents.api.core_options import AgentConfiguration\n"
+        "assert 'flink_agents.runtime.observability.agent_metrics' not in sys.modules\n"
+        "try:\n"
+        "    AgentConfiguration({'metrics.enabled': 'nope'})\n"
+        "except ValueError as exc:\n"
+        "    print('rejected:', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "rejected: invalid value 'nope' for option 'metrics.enabled'" in done.stdout

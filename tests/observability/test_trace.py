@@ -4,8 +4,6 @@ real headless chromium."""
 from __future__ import annotations
 
 import html
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.cli import main
 from flink_agents.runtime.observability.trace import load_runs
+from tests.browser import run_headless
 from tests.observability.agents import tool_agent
 
 
@@ -29,27 +28,6 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).to_list()
     env.execute()
     return directory
-
-
-def _chromium() -> str:
-    """Debian's chromium, installed when missing (as root with apt-get, like `make browser`)."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "chromium"],
-            env=env,
-            capture_output=True,
-            timeout=900,
-        )
-        found = shutil.which("chromium")
-        if found:
-            return found
-    pytest.skip("chromium is not installed and cannot be installed here (run `make browser`)")
 
 
 def test_tree_shows_actions_calls_durations_and_tokens(
@@ -85,27 +63,11 @@ def test_trace_of_a_missing_directory_is_a_usage_error(
 
 
 def test_html_timeline_in_headless_chromium(log_dir: Path, tmp_path: Path) -> None:
-    browser = _chromium()
     page = tmp_path / "trace.html"
     assert main(["trace", str(log_dir), "--html", str(page)]) == 0
     text = page.read_text()
     assert "http://" not in text and "https://" not in text  # nothing loaded from a network
-    result = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_headless(page.as_uri(), tmp_path / "profile", "--dump-dom")
     dom = html.unescape(result.stdout)
     assert "</html>" in dom, result.stderr[-2000:]
     assert "2 of 2 runs" in dom  # the script ran

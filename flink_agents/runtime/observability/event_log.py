@@ -144,7 +144,7 @@ class EventLogObserver(RunObserver):
     Its hooks run on the run thread of every run, and inside a thread-mode Flink job every
     step there costs the job's GIL: they keep per-run state in plain slots, derive
     timestamps from the ``perf_counter`` values the core passes (no clock read), and leave
-    everything else (ms, names, the JSON lines) to the writer. Figures: README "Benchmarks".
+    everything else (ms, names, the JSON lines) to the writer. Figures: docs/benchmarks.md.
 
     Args:
         config: the agent configuration (event log options).

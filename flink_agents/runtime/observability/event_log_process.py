@@ -19,7 +19,7 @@ pipe, the feeder waits without the GIL, the queue fills and drops are counted). 
 child cannot start (no Python interpreter found next to ``sys.prefix``, a failed import) or
 dies, the feeder formats and writes in process, as the ``thread`` writer does, after one
 WARNING. With one usable CPU, ``auto`` keeps the thread: the child's CPU would be the job's.
-Figures: README "Benchmarks".
+Figures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
