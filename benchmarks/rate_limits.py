@@ -102,7 +102,8 @@ class _Tally(MapFunction):
             self._file.close()
 
 
-def _agent(server: QuotaServer, mode: str, rpm: float, tpm: float) -> ChatAgent:
+def _agent(server: QuotaServer, mode: str, args: argparse.Namespace) -> ChatAgent:
+    rpm, tpm = args.rpm, args.tpm
     limits: dict[str, Any] = {}
     if mode == "declared":
         limits = {"requests_per_minute": rpm, "tokens_per_minute": tpm}
@@ -116,6 +117,9 @@ def _agent(server: QuotaServer, mode: str, rpm: float, tpm: float) -> ChatAgent:
             api_base_url=server.base_url,
             api_key="sk-bench",
             timeout=30.0,
+            # Calls in flight per slot: enough that the quota binds, not this cap, also when
+            # a loaded machine makes every call slower.
+            max_concurrency=args.max_concurrency,
             **limits,
         ),
     )
@@ -164,7 +168,7 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
         )
         out = (
             agents_env.from_datastream(questions, key_selector=lambda q: q.split()[0])
-            .apply(_agent(server, mode, args.rpm, args.tpm))
+            .apply(_agent(server, mode, args))
             .to_datastream()
         )
         jvm = get_gateway().jvm
@@ -247,10 +251,12 @@ def main() -> None:
     )
     parser.add_argument("--debloat-target", default="500 ms")
     parser.add_argument("--verbose", action="store_true", help="every checkpoint's duration")
+    parser.add_argument("--max-concurrency", type=int, default=64, help="per slot")
     args = parser.parse_args()
     print(
         f"{args.keys} keys, one call each; quota {args.rpm:g} requests and {args.tpm:g} "
         f"tokens per minute (1 s burst, retry-after: {args.retry_after}); max-in-flight 256, "
+        f"max_concurrency {args.max_concurrency}, "
         f"parallelism {args.parallelism}, {args.mode} mode, a checkpoint every "
         f"{args.interval_ms} ms; load average {os.getloadavg()[0]:.1f}",
         flush=True,
