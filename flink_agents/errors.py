@@ -7,6 +7,9 @@
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- EventAttributeError         developer mistake: an event attribute that is not JSON
+     |                               (also pydantic's ValidationError, as upstream raises)
+     +-- TriggerConditionError       developer mistake: an action's trigger condition does not
+     |                               parse or breaks a rule (names the column)
      +-- YamlError                   developer mistake in a YAML agents file (each problem
      |                               names the file, the line and the field)
      +-- SqlError                    developer mistake in a SQL statement (flink_agents.sql)
@@ -47,6 +50,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic_core import ValidationError
 
 
 class FlinkAgentsError(Exception):
@@ -125,12 +130,71 @@ class CatalogError(SqlError):
     exists), already exists, or is still used by another object."""
 
 
-class EventAttributeError(FlinkAgentsError, ValueError):
-    """An event attribute that cannot be written as JSON, or a malformed event.
+class EventAttributeError(FlinkAgentsError, ValidationError):
+    """An event that cannot be made: an attribute that cannot be written as JSON, a plain
+    ``Event`` without a type, a malformed ``attributes`` argument.
 
-    Raised when the event is made and at ``set_attr``, as Apache Flink Agents validates
-    event attributes (a ``ValueError``, like pydantic's validation errors there).
+    Also a pydantic ``ValidationError`` (and so a ``ValueError``), which is what Apache
+    Flink Agents raises there: ``except ValidationError`` code keeps working. Assigning a
+    non-serializable value to an existing event (``event.x = ...``, ``set_attr``) raises
+    pydantic's ``PydanticSerializationError`` instead, as upstream does (that class cannot
+    be subclassed).
+
+    Args:
+        message: what is wrong and how to fix it (``str(error)``).
+        title: the model named in pydantic's view of the error (``errors()``).
     """
+
+    def __new__(cls, message: Any = "", title: Any = "Event", *rest: Any) -> EventAttributeError:
+        if rest or not isinstance(title, str):
+            # pydantic's from_exception_data calls cls(title, line_errors, ...)
+            return super().__new__(cls, message, title, *rest)
+        line = {"type": "value_error", "loc": (), "input": None, "ctx": {"error": message}}
+        err = cls.from_exception_data(title, [line])  # type: ignore[list-item]
+        err.__dict__["message"] = message
+        err.__dict__["title"] = title
+        return err
+
+    def __init__(self, *args: Any) -> None:
+        # ValidationError takes no __init__ arguments; the state was set by __new__.
+        pass
+
+    def __str__(self) -> str:
+        return str(self.__dict__.get("message", ""))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+    @property
+    def args(self) -> tuple[Any, ...]:  # type: ignore[override]
+        return (str(self),)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.__dict__.get("message", ""), self.__dict__.get("title", "Event")))
+
+
+class TriggerConditionError(FlinkAgentsError, ValueError):
+    """A trigger condition of an action that does not parse or breaks a rule of the
+    condition language (see ``flink_agents.api.trigger_conditions``).
+
+    Attributes:
+        reason: what is wrong.
+        expression: the condition as written.
+        column: the 1-based column of the problem, when known.
+    """
+
+    def __init__(self, reason: str, expression: str, position: int | None = None) -> None:
+        self.reason = reason
+        self.expression = expression
+        self.column = None if position is None else position + 1
+        if position is None:
+            text = f"trigger condition {expression!r}: {reason}"
+        else:
+            text = (
+                f"trigger condition {expression!r}, column {self.column}: {reason}\n"
+                f"    {expression}\n    {' ' * position}^"
+            )
+        super().__init__(text)
 
 
 @dataclass(frozen=True)

@@ -489,6 +489,81 @@ class AgentExecutionOptions:
     RAG_ASYNC: ConfigOption[bool] = ConfigOption(
         key="rag.async", config_type=bool, default=True, no_effect=_ALWAYS_ASYNC
     )
+    AGENT_RUN_BEGIN_EVENT: ConfigOption[bool] = ConfigOption(
+        key="agent-run.begin-event",
+        config_type=bool,
+        default=False,
+        description="Send an _agent_run_begin_event (the key's short-term memory values) "
+        "before the first action of each run.",
+    )
+
+
+class ConditionEvaluationFailureStrategy(str, Enum):
+    """What happens when an action's trigger-condition expression fails on an event (a
+    missing attribute read without ``has()``, a type mismatch), as in Apache Flink Agents."""
+
+    #: Log a warning and treat that condition as false (later conditions still count).
+    WARN_AND_SKIP = "WARN_AND_SKIP"
+    #: Fail the run (and so the Flink task) with the evaluation error.
+    FAIL = "FAIL"
+
+
+class MemoryEventOptions:
+    """Which memory operations become memory events (as in Apache Flink Agents).
+
+    Each operation's switch is its own key if set, else the master switch
+    ``memory.generate-event`` if set, else its default: writes and long-term operations on,
+    short-term and sensory reads off.
+    """
+
+    MEMORY_GENERATE_EVENT: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event",
+        config_type=bool,
+        default=None,
+        description="Master switch of memory events (unset: each operation's default).",
+    )
+    SHORT_TERM_WRITE: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.short-term-write",
+        config_type=bool,
+        default=None,
+        description="Short-term memory writes as _short_term_write_event (default on).",
+    )
+    SHORT_TERM_READ: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.short-term-read",
+        config_type=bool,
+        default=None,
+        description="Short-term memory reads as _short_term_read_event (default off).",
+    )
+    SENSORY_WRITE: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.sensory-write",
+        config_type=bool,
+        default=None,
+        description="Sensory memory writes as _sensory_write_event (default on).",
+    )
+    SENSORY_READ: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.sensory-read",
+        config_type=bool,
+        default=None,
+        description="Sensory memory reads as _sensory_read_event (default off).",
+    )
+    LONG_TERM_UPDATE: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.long-term-update",
+        config_type=bool,
+        default=None,
+        description="Long-term memory adds and deletes as _long_term_update_event (default on).",
+    )
+    LONG_TERM_GET: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.long-term-get",
+        config_type=bool,
+        default=None,
+        description="Long-term memory gets as _long_term_get_event (default on).",
+    )
+    LONG_TERM_SEARCH: ConfigOption[bool | None] = ConfigOption(
+        key="memory.generate-event.long-term-search",
+        config_type=bool,
+        default=None,
+        description="Long-term memory searches as _long_term_search_event (default on).",
+    )
 
 
 class AgentConfigOptions:
@@ -524,6 +599,22 @@ class AgentConfigOptions:
     )
     ACTION_STATE_STORE_BACKEND: ConfigOption[str | None] = ConfigOption(
         key="actionStateStoreBackend", config_type=str, no_effect=_ACTION_STORE
+    )
+    CONDITION_EVALUATION_FAILURE_STRATEGY: ConfigOption[ConditionEvaluationFailureStrategy] = (
+        ConfigOption(
+            key="action.trigger-condition.evaluate-failure-strategy",
+            config_type=ConditionEvaluationFailureStrategy,
+            default=ConditionEvaluationFailureStrategy.WARN_AND_SKIP,
+            description="What a trigger-condition expression that fails on an event does: "
+            "WARN_AND_SKIP (the condition is false) or FAIL (the run fails).",
+        )
+    )
+    EVENT_LISTENERS: ConfigOption[list[str] | None] = ConfigOption(
+        key="event-listeners",
+        config_type=list,
+        default=None,
+        description="Event listener classes (module.ClassName, no-argument constructor), "
+        "told of every event a run processes.",
     )
     KAFKA_BOOTSTRAP_SERVERS: ConfigOption[str] = ConfigOption(
         key="kafkaBootstrapServers",

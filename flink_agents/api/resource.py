@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from flink_agents.api.resource_context import ResourceContext
 
 
 class ResourceType(str, Enum):
@@ -45,7 +47,7 @@ RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
 
 
 @dataclass(frozen=True)
-class ResourceContext:
+class ResourcePlacement:
     """Where a resource runs, as the runtime tells it (:meth:`Resource.open`).
 
     Attributes:
@@ -80,23 +82,40 @@ class Resource(BaseModel, ABC):
         default=None, exclude=True, repr=False
     )
 
-    _resource_context: ResourceContext | None = PrivateAttr(default=None)
+    _placement: ResourcePlacement | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_resource_context(cls, data: Any) -> Any:
+        # Upstream's way to make a resource by hand: resource_context=<a ResourceContext>.
+        if isinstance(data, dict) and "resource_context" in data:
+            data = dict(data)
+            context = data.pop("resource_context")
+            if context is not None and data.get("get_resource") is None:
+                data["get_resource"] = context.get_resource
+        return data
+
+    @property
+    def resource_context(self) -> ResourceContext:
+        """The resources this one may look up (as in Apache Flink Agents):
+        ``self.resource_context.get_resource(name, ResourceType.X)``."""
+        return _LookupContext(self)
 
     @classmethod
     @abstractmethod
     def resource_type(cls) -> ResourceType:
         """The kind of this resource."""
 
-    def open(self, context: ResourceContext) -> None:
+    def open(self, placement: ResourcePlacement) -> None:
         """Called by the runtime once, right after it created the resource and before the
         resource is used: where it runs (parallelism, metric group). An override calls
-        ``super().open(context)``."""
-        self._resource_context = context
+        ``super().open(placement)``."""
+        self._placement = placement
 
     @property
-    def resource_context(self) -> ResourceContext:
+    def placement(self) -> ResourcePlacement:
         """What :meth:`open` was given (a resource made by hand: one subtask, no metrics)."""
-        return self._resource_context or ResourceContext()
+        return self._placement or ResourcePlacement()
 
     def close(self) -> None:
         """Release what the resource holds (connections, processes). Called once."""
@@ -110,6 +129,18 @@ class Resource(BaseModel, ABC):
                 "created by an agent runtime; pass get_resource= when creating it by hand"
             )
         return self.get_resource(name, rtype)
+
+
+class _LookupContext(ResourceContext):
+    """``Resource.resource_context``: the resource's own lookup."""
+
+    __slots__ = ("_resource",)
+
+    def __init__(self, resource: Resource) -> None:
+        self._resource = resource
+
+    def get_resource(self, name: str, resource_type: ResourceType) -> Any:
+        return self._resource._lookup(name, resource_type)
 
 
 class SerializableResource(Resource, ABC):

@@ -6,7 +6,7 @@ Every attempt of a model call (the first one and each retry) passes a connection
 - **Declared limits** (``requests_per_minute``, ``tokens_per_minute``,
   ``max_concurrent_requests`` on the connection) are for the whole job; each subtask paces
   at its share, the limit divided by the parallelism of the operator, which the runtime
-  tells the connection (:class:`~flink_agents.api.resource.ResourceContext`; 1 in the
+  tells the connection (:class:`~flink_agents.api.resource.ResourcePlacement`; 1 in the
   local environment).
 - **Pacing, not rejection.** Requests and tokens are paced by a token bucket in its virtual
   time form (GCRA with costs: :class:`_Pacer`): an attempt reserves its start time and waits
@@ -802,7 +802,7 @@ class RateLimitSettings(BaseModel):
     @property
     def governor(self) -> Governor:
         """This connection's governor (made on first use, with the share the runtime gave
-        the connection: see :class:`~flink_agents.api.resource.ResourceContext`)."""
+        the connection: see :class:`~flink_agents.api.resource.ResourcePlacement`)."""
         governor = self._governor
         if governor is None:
             with self._governor_lock:
@@ -812,7 +812,7 @@ class RateLimitSettings(BaseModel):
         return governor
 
     def _make_governor(self) -> Governor:
-        context = getattr(self, "resource_context", None)
+        context = getattr(self, "placement", None)
         share = max(1, int(getattr(context, "parallelism", 1) or 1))
         cap = int(getattr(self, "max_concurrency", 16))
         if self.max_concurrent_requests is not None:

@@ -46,6 +46,7 @@ from flink_agents.api.agents.agent import (
 )
 from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
 from flink_agents.api.events.event import Event, event_class_for, registered_event_types
+from flink_agents.api.events.event_type import event_type_constants
 from flink_agents.api.resource import (
     RESOURCE_REFERENCES,
     Resource,
@@ -54,7 +55,8 @@ from flink_agents.api.resource import (
     SerializableResource,
 )
 from flink_agents.api.tools.function_tool import FunctionTool
-from flink_agents.errors import PlanValidationError
+from flink_agents.api.trigger_conditions import classify, compile_condition
+from flink_agents.errors import PlanValidationError, TriggerConditionError
 from flink_agents.secret_names import SECRET_NAME
 
 log = logging.getLogger(__name__)
@@ -112,6 +114,11 @@ class ActionPlan(BaseModel):
     name: str
     func: FunctionRef
     listen_event_types: list[str]
+    #: Trigger-condition expressions (upstream's CEL subset), ORed with the listened types
+    #: and with each other; checked when the plan is compiled.
+    trigger_conditions: list[str] = Field(
+        default_factory=list, exclude_if=lambda conditions: not conditions
+    )
     config: dict[str, Any] = Field(default_factory=dict)
     is_async: bool = False
     builtin: bool = False
@@ -249,14 +256,28 @@ def decode_argument(value: Any) -> Any:
     return value
 
 
-def _event_type_string(event: Any, action: str, problems: list[str]) -> str | None:
+def _trigger(event: Any, action: str, problems: list[str], expressions: list[str]) -> str | None:
+    """The exact event type of one trigger condition (None for an expression, which is
+    checked and added to ``expressions``, or for a problem, added to ``problems``)."""
     if isinstance(event, type) and issubclass(event, Event):
         return event.EVENT_TYPE
-    if isinstance(event, str) and event:
-        return event
+    if isinstance(event, str) and event.strip():
+        try:
+            kind, value = classify(event)
+            if kind == "event_type":
+                return value
+            compile_condition(value, event_type_constants())
+        except TriggerConditionError as exc:
+            problems.append(
+                f"action {action!r}: {exc}\n    (quote an event type name that is no "
+                "plain name: \"'order:created'\")"
+            )
+            return None
+        expressions.append(value)
+        return None
     problems.append(
         f"action {action!r} listens to {event!r}, which is neither an Event subclass nor "
-        "a non-empty event type string"
+        "a non-empty event type string or trigger-condition expression"
     )
     return None
 
@@ -384,7 +405,8 @@ class AgentPlan(BaseModel):
                     f"action name {definition.name!r} is reserved for a built-in action; rename it"
                 )
                 continue
-            types = [_event_type_string(e, definition.name, problems) for e in definition.events]
+            expressions: list[str] = []
+            types = [_trigger(e, definition.name, problems, expressions) for e in definition.events]
             if not definition.events:
                 problems.append(
                     f"action {definition.name!r} listens to no event: "
@@ -408,7 +430,8 @@ class AgentPlan(BaseModel):
             actions[definition.name] = ActionPlan(
                 name=definition.name,
                 func=ref,
-                listen_event_types=[t for t in types if t],
+                listen_event_types=list(dict.fromkeys(t for t in types if t)),
+                trigger_conditions=expressions,
                 config=definition.config,
                 is_async=is_async(func),
             )
@@ -465,6 +488,10 @@ class AgentPlan(BaseModel):
         return plan
 
     # -- reading -----------------------------------------------------------------------
+    def conditional_actions(self) -> list[ActionPlan]:
+        """Actions with trigger-condition expressions, in declaration order."""
+        return [a for a in self.actions.values() if a.trigger_conditions]
+
     def get_actions(self, event_type: str) -> list[ActionPlan]:
         """Actions listening to ``event_type``, in order."""
         return [self.actions[n] for n in self.actions_by_event.get(event_type, ())]

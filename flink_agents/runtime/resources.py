@@ -6,7 +6,7 @@ import logging
 import threading
 from typing import Any
 
-from flink_agents.api.resource import Resource, ResourceContext, ResourceType
+from flink_agents.api.resource import Resource, ResourcePlacement, ResourceType
 from flink_agents.errors import FlinkAgentsError, ResourceError
 from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_secrets
 
@@ -44,11 +44,11 @@ class ResourceCache:
         self.parallelism = max(1, int(parallelism))
         self.subtask_index = int(subtask_index)
 
-    def _context(self, name: str, rtype: ResourceType) -> ResourceContext:
+    def _placement(self, name: str, rtype: ResourceType) -> ResourcePlacement:
         group = None
         if self.metrics is not None and rtype in _METERED_TYPES:
             group = self.metrics.get_sub_group("connection", name)
-        return ResourceContext(
+        return ResourcePlacement(
             name=name,
             parallelism=self.parallelism,
             subtask_index=self.subtask_index,
@@ -68,7 +68,7 @@ class ResourceCache:
             if found is None:
                 found = self._create(name, rtype)
                 if isinstance(found, Resource):
-                    found.open(self._context(name, rtype))
+                    found.open(self._placement(name, rtype))
                 self._cache[key] = found
                 self.created[key] = self.created.get(key, 0) + 1
             return found

@@ -90,3 +90,32 @@ def test_json_round_trip_of_every_kind_matches_golden():
         again = Event.from_json(event.to_json())
         assert type(again) is type(event)
         assert again.to_json() == event.to_json()
+
+
+def test_json_of_the_earlier_flat_shape_is_still_read():
+    """Events written before the upstream shape (attributes beside id and type: event logs,
+    files of earlier versions) read back as the same events."""
+    flat = json.loads((GOLDEN.parent / "events_flat.json").read_text())
+    nested = json.loads(GOLDEN.read_text())
+    assert len(flat) == len(nested)
+    for old, new in zip(flat, nested, strict=True):
+        assert "attributes" not in old and set(new) == {"id", "type", "attributes"}
+        assert Event.from_json(json.dumps(old)).to_json() == json.dumps(new, sort_keys=True)
+
+
+def test_the_model_serializer_keeps_the_flat_shape_for_the_event_log():
+    """The event log's fast path takes id and type from the front of the model's own JSON
+    (event_log_writer.uuid_id_of); only the public dump methods nest the attributes."""
+    from flink_agents.runtime.observability.event_log_writer import uuid_id_of
+
+    event = InputEvent(id=FIXED, input={"a": 1})
+    body = event.__pydantic_serializer__.to_json(event)
+    assert uuid_id_of(body) == b'"00000000-0000-4000-8000-000000000001"'
+    assert json.loads(body) == {"id": str(FIXED), "type": "_input_event", "input": {"a": 1}}
+    assert json.loads(event.model_dump_json()) == {
+        "id": str(FIXED),
+        "type": "_input_event",
+        "attributes": {"input": {"a": 1}},
+    }
+    assert event.model_dump()["attributes"] == {"input": {"a": 1}}
+    assert InputEvent.model_validate_json(event.model_dump_json()) == event

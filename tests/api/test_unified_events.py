@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import PydanticSerializationError
 from pyflink.common import Row
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
@@ -228,7 +229,7 @@ def test_values_json_can_hold_are_accepted():
             "deep": [[[{"a": [1.5, None, True]}]]],
         },
     )
-    data = json.loads(event.to_json())
+    data = json.loads(event.to_json())["attributes"]
     assert data["point"] == {"x": 1, "y": 2} and data["color"] == "red"
     assert data["when"] == "2026-01-02T03:04:05" and data["tuple"] == [1, "a"]
 
@@ -256,19 +257,45 @@ def test_a_value_json_cannot_hold_is_an_error_at_construction(bad):
 
 
 def test_a_value_json_cannot_hold_is_an_error_at_set_attr_and_assignment():
+    # pydantic's PydanticSerializationError, as upstream raises when an event is changed
     event = Event(type="t", attributes={"a": 1})
-    with pytest.raises(EventAttributeError, match="attribute 'b' of Event"):
+    with pytest.raises(PydanticSerializationError, match="attribute 'b' of Event"):
         event.set_attr("b", object())
-    with pytest.raises(EventAttributeError):
+    with pytest.raises(PydanticSerializationError):
         event.attributes["c"] = {"x": object()}
-    with pytest.raises(EventAttributeError):
+    with pytest.raises(PydanticSerializationError):
         event.d = object()
     out = OutputEvent(output=1)
-    with pytest.raises(EventAttributeError):
+    with pytest.raises(PydanticSerializationError):
         out.output = object()
-    with pytest.raises(EventAttributeError):
+    with pytest.raises(PydanticSerializationError, match="not JSON serializable"):
         out.set_attr("output", [object()])
     assert dict(event.attributes) == {"a": 1} and out.output == 1
+
+
+def test_construction_errors_are_pydantic_validation_errors_too():
+    """``except ValidationError`` code written for Apache Flink Agents keeps working; the
+    error also belongs to our tree, pickles, and says what is wrong."""
+    import pickle
+
+    from pydantic import ValidationError
+
+    from flink_agents.errors import FlinkAgentsError
+
+    for make in (
+        lambda: Event(a=1),
+        lambda: Event(type="t", b=object()),
+        lambda: InputEvent(input=object()),
+    ):
+        with pytest.raises(ValidationError) as info:
+            make()
+        err = info.value
+        assert isinstance(err, EventAttributeError) and isinstance(err, FlinkAgentsError)
+        assert err.errors()[0]["type"] == "value_error"
+        again = pickle.loads(pickle.dumps(err))
+        assert type(again) is EventAttributeError and str(again) == str(err)
+    with pytest.raises(ValidationError, match="a plain Event needs a type"):
+        Event(a=1)
 
 
 def test_reserved_and_malformed_attributes_are_errors():
@@ -287,7 +314,7 @@ def test_reserved_and_malformed_attributes_are_errors():
 def test_pyflink_rows_are_attributes_and_come_back_as_rows():
     row = Row(id="r1", score=4)
     event = InputEvent(input=row)
-    data = json.loads(event.to_json())
+    data = json.loads(event.to_json())["attributes"]
     assert data["input"] == {"type": "Row", "values": ["r1", 4], "fields": ["id", "score"]}
     again = Event.from_json(event.to_json())
     assert isinstance(again.input, Row) and again.input.as_dict() == {"id": "r1", "score": 4}
@@ -303,6 +330,6 @@ def test_chat_request_keeps_a_schema_class_and_writes_its_json_schema():
 
     request = ChatRequestEvent(model="m", messages=[], output_schema=Answer)
     assert request.output_schema is Answer
-    assert json.loads(request.to_json())["output_schema"]["properties"]["score"]["type"] == (
-        "integer"
-    )
+    assert json.loads(request.to_json())["attributes"]["output_schema"]["properties"]["score"][
+        "type"
+    ] == ("integer")

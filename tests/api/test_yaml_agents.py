@@ -418,10 +418,10 @@ CASES = [
     ),
     (
         "condition expression",
-        AGENT.replace("listen_to: [input]", "trigger_conditions: ['type == \"x\" && ready']"),
+        AGENT.replace("listen_to: [input]", "trigger_conditions: ['type == \"x\" &&']"),
         6,
         "agents[0].actions[0].trigger_conditions[0]",
-        "is a condition expression; flink-agents supports event types only",
+        "expected an expression, found the end (column 15)",
     ),
     (
         "event alias typo",
@@ -663,3 +663,26 @@ def test_a_python_agent_applied_with_broken_shared_yaml_resources(tmp_path):
         env.from_list([]).apply(CounterAgent())
     assert (info.value.line, info.value.field) == (2, "chat_model_setups[0].connection")
     assert "neither the agent nor the environment" in str(info.value)
+
+
+def test_trigger_condition_expressions_in_yaml(tmp_path):
+    """Upstream main's YAML ``trigger_conditions``: exact types and CEL expressions, ORed."""
+    path = _write(
+        tmp_path,
+        f"""
+        agents:
+          - name: conditional
+            actions:
+              - name: relay
+                function: {F}:relay
+                trigger_conditions: [input]
+              - name: finish
+                function: {F}:finish
+                trigger_conditions:
+                  - 'type == "relayed" && value > 5'
+                  - 'type == "relayed" && value == 0'
+        """,
+    )
+    env = _env()
+    env.load_yaml(path)
+    assert _run(env, "conditional", [9, 3, 0]) == [{"relayed": 9}, {"relayed": 0}]

@@ -107,9 +107,7 @@ def test_declared_tokens_pace_by_the_estimate_and_are_corrected_from_usage():
 
 def test_token_refunds_move_waiting_reservations_earlier_but_not_past_the_request_rate():
     clock = Clock(0.0)
-    governor = Governor(
-        tokens_per_second=100.0, concurrency=100, completion_guess=100, clock=clock
-    )
+    governor = Governor(tokens_per_second=100.0, concurrency=100, completion_guess=100, clock=clock)
     with governor._lock:
         first = governor._reserve(100)  # the bucket is full: at once, then 1 s owed
         second = governor._reserve(100)
@@ -120,9 +118,7 @@ def test_token_refunds_move_waiting_reservations_earlier_but_not_past_the_reques
     governor.succeeded(permit, prompt_tokens=0, completion_tokens=20)
     assert governor._delay(second) == pytest.approx(0.2)
     # With a request rate too, a refund never moves a call before the request schedule.
-    paced = Governor(
-        requests_per_second=1.0, tokens_per_second=100.0, concurrency=100, clock=clock
-    )
+    paced = Governor(requests_per_second=1.0, tokens_per_second=100.0, concurrency=100, clock=clock)
     with paced._lock:
         paced._reserve(100)
         later = paced._reserve(100)
@@ -130,8 +126,8 @@ def test_token_refunds_move_waiting_reservations_earlier_but_not_past_the_reques
     assert paced._delay(later) == pytest.approx(1.0)
 
 
-def test_share_of_the_job_wide_limit_comes_from_the_resource_context():
-    from flink_agents.api.resource import ResourceContext
+def test_share_of_the_job_wide_limit_comes_from_the_placement():
+    from flink_agents.api.resource import ResourcePlacement
     from flink_agents.integrations.chat_models.openai.openai_chat_model import (
         OpenAIChatModelConnection,
     )
@@ -144,7 +140,7 @@ def test_share_of_the_job_wide_limit_comes_from_the_resource_context():
         max_concurrency=16,
     )
     group = SimpleMetricGroup("agent")
-    conn.open(ResourceContext(name="llm", parallelism=3, subtask_index=1, metric_group=group))
+    conn.open(ResourcePlacement(name="llm", parallelism=3, subtask_index=1, metric_group=group))
     governor = conn.governor
     assert governor.declared_rate == pytest.approx(600 / 60 / 3)
     assert governor._tokens.rate == pytest.approx(60_000 / 60 / 3)

@@ -78,6 +78,9 @@ class BaseChatModelSetup(Resource, ABC):
 
     # Whether the extra_args hint was logged (once per setup instance).
     _hinted: bool = PrivateAttr(default=False)
+    #: A connection object given by hand (upstream's name): used instead of looking
+    #: ``connection`` up, e.g. for a setup made outside an agent runtime.
+    _resolved_connection: BaseChatModelConnection | None = PrivateAttr(default=None)
 
     @field_validator("model", check_fields=False)
     @classmethod
@@ -96,7 +99,10 @@ class BaseChatModelSetup(Resource, ABC):
         """Options passed to the connection's ``chat`` on every call (model, temperature...)."""
 
     def get_connection(self) -> BaseChatModelConnection:
-        """The connection resource this setup uses."""
+        """The connection resource this setup uses (the one set as
+        ``_resolved_connection``, if any, as in Apache Flink Agents)."""
+        if self._resolved_connection is not None:
+            return self._resolved_connection
         conn = self._lookup(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
         return conn
 
@@ -162,7 +168,15 @@ class BaseChatModelSetup(Resource, ABC):
         prompt_args: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ChatMessage:
-        """Asynchronous :meth:`chat`."""
+        """Asynchronous :meth:`chat`.
+
+        A subclass that overrides only :meth:`chat` (as setups written for Apache Flink
+        Agents do) has that ``chat`` run on a worker thread.
+        """
+        if type(self).chat is not BaseChatModelSetup.chat:
+            if prompt_args is not None:
+                kwargs["prompt_args"] = prompt_args
+            return await asyncio.to_thread(self.chat, messages, **kwargs)
         # Looking tools up may create resources (an MCP server connects and lists its
         # tools): do it off the event loop so other keys are not held up.
         tools = await asyncio.to_thread(self.get_tools) if self.tools else None

@@ -27,3 +27,13 @@ class EventType:
     ContextRetrievalRequestEvent: str = ContextRetrievalRequestEvent.EVENT_TYPE
     ContextRetrievalResponseEvent: str = ContextRetrievalResponseEvent.EVENT_TYPE
     ErrorEvent: str = ErrorEvent.EVENT_TYPE
+
+
+def event_type_constants() -> dict[str, str]:
+    """``EventType``'s constants, name -> type string (what ``EventType.X`` is in a
+    trigger-condition expression)."""
+    return {
+        name: value
+        for name, value in vars(EventType).items()
+        if not name.startswith("_") and isinstance(value, str)
+    }

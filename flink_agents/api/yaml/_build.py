@@ -26,7 +26,7 @@ from flink_agents.api.agents.agent import Agent
 from flink_agents.api.chat_message import ChatMessage
 from flink_agents.api.chat_message import MessageRole as ChatRole
 from flink_agents.api.events.event import registered_event_types
-from flink_agents.api.events.event_type import EventType
+from flink_agents.api.events.event_type import EventType, event_type_constants
 from flink_agents.api.prompts.prompt import Prompt
 from flink_agents.api.resource import (
     RESOURCE_REFERENCES,
@@ -36,6 +36,7 @@ from flink_agents.api.resource import (
     SerializableResource,
 )
 from flink_agents.api.tools.function_tool import FunctionTool
+from flink_agents.api.trigger_conditions import classify, compile_condition
 from flink_agents.api.yaml._source import Loc, YamlSource
 from flink_agents.api.yaml.aliases import (
     CLAZZ_ALIASES,
@@ -51,7 +52,7 @@ from flink_agents.api.yaml.specs import (
     ToolSpec,
     YamlAgentsDocument,
 )
-from flink_agents.errors import YamlError, YamlProblem
+from flink_agents.errors import TriggerConditionError, YamlError, YamlProblem
 
 #: Descriptor sections and the resource type each declares.
 DESCRIPTOR_SECTIONS: dict[str, ResourceType] = {
@@ -77,8 +78,6 @@ LABEL: dict[ResourceType, str] = {
     ResourceType.TOOL: "tool",
     ResourceType.PROMPT: "prompt",
 }
-#: Characters and words that make a trigger condition an expression, not an event type.
-_EXPRESSION_MARKS = ("==", "!=", "<", ">", "&&", "||", "!", "(", ")", "[", "]", "+", "*", "?")
 _MISSING = object()
 
 
@@ -489,25 +488,35 @@ class FileBuilder:
         return SharedAction(tuple(e for e in events if e), func, config, self.src.path)
 
     def _trigger(self, loc: Loc, raw: str, key: str) -> str | None:
+        """The trigger condition as the plan reads it (``@action``'s form): an alias or
+        ``EventType.X`` as its type string, a quoted name as it is, an expression checked
+        here (so a mistake names its line)."""
         text = raw.strip()
         if text in EVENT_ALIASES:
             return EVENT_ALIASES[text]
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            return text[1:-1]  # a quoted exact event type
+        quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""
+        if quoted:
+            kind, name = classify(text)
+            if kind == "event_type":
+                # A quoted exact event type: kept quoted only where the plan needs it.
+                return name if classify(name) == ("event_type", name) else text
         if text.startswith("EventType.") and isinstance(
             getattr(EventType, text[len("EventType.") :], None), str
         ):
             return str(getattr(EventType, text[len("EventType.") :]))
-        if key == "trigger_conditions" and (
-            any(c.isspace() for c in text) or any(m in text for m in _EXPRESSION_MARKS)
-        ):
-            self.problem(
-                loc,
-                f"'{text}' is a condition expression; flink-agents supports event types only "
-                "(an alias such as input, or an exact type): trigger on the type and branch "
-                "inside the action on event.get_attr(...)",
-            )
-            return None
+        kind, _ = classify(text)
+        if kind == "expression":
+            if key != "trigger_conditions":
+                if not any(c.isspace() or c in "'\"\\" for c in text):
+                    return f"'{text}'"  # listen_to names exact types only
+                self.problem(loc, f"'{text}' cannot be an event type name (whitespace or quotes)")
+                return None
+            try:
+                compile_condition(text, event_type_constants())
+            except TriggerConditionError as exc:
+                self.problem(loc, f"{exc.reason} (column {exc.column}): {text}")
+                return None
+            return text
         near = difflib.get_close_matches(text, EVENT_ALIASES, n=1, cutoff=0.8)
         if near and text not in registered_event_types():
             self.problem(

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import datetime
 import difflib
+import importlib
 import inspect
 import itertools
 import logging
@@ -23,11 +25,13 @@ from typing import Any
 
 from flink_agents.api.core_options import AgentConfigOptions, ErrorHandlingStrategy
 from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
+from flink_agents.api.events.listener import EventContext, EventListener
 from flink_agents.api.hooks import HookContext, HookPoint
 from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
-from flink_agents.errors import ActionError, HookError, RuntimeFailure
+from flink_agents.errors import ActionError, ConfigurationError, HookError, RuntimeFailure
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.plan.behaviours import run_hooks
+from flink_agents.runtime.core.conditions import ConditionalActions
 from flink_agents.runtime.core.context import RunContext, _Run
 from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
 from flink_agents.runtime.governance import ModelGovernance, commit_key_tokens
@@ -118,6 +122,21 @@ class AgentRunner:
             ]
             for etype in plan.actions_by_event
         }
+        #: Actions with trigger-condition expressions and their compiled conditions (None
+        #: when the plan has none: the loop then only looks exact types up).
+        self._conditional: ConditionalActions | None = None
+        if plan.conditional_actions():
+            self._conditional = ConditionalActions(
+                plan,
+                lambda a: (
+                    a,
+                    a.function,
+                    ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
+                    check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
+                    counts.setdefault(a.name, [0]),
+                ),
+                self.config.get(AgentConfigOptions.CONDITION_EVALUATION_FAILURE_STRATEGY),
+            )
         if self.config.get(MetricsOptions.ENABLED):
             self.agent_metrics = AgentMetrics(self.metrics, self.counts)
             self.observer = self.agent_metrics
@@ -128,6 +147,32 @@ class AgentRunner:
             else None
         )
         self._key_budget = self.governance is not None and self.governance.key_budget is not None
+        #: Event listeners (None: none, and the loop skips them).
+        self._listeners: tuple[EventListener, ...] | None = None
+        for listener in _configured_listeners(self.config.get(AgentConfigOptions.EVENT_LISTENERS)):
+            self.add_listener(listener)
+
+    def add_listener(self, listener: EventListener) -> None:
+        """Tell ``listener`` of every event the runs process, before their actions run."""
+        self._listeners = (*(self._listeners or ()), listener)
+
+    def _notify_listeners(self, run: _Run, event: Event) -> None:
+        context = EventContext(
+            event.type,
+            datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"),
+            run.key,
+        )
+        for listener in self._listeners or ():
+            try:
+                listener.on_event_processed(context, event)
+            except Exception:
+                log.exception(
+                    "event listener %s failed on event %s (type %r, key %r); the run goes on",
+                    type(listener).__name__,
+                    event.id,
+                    event.type,
+                    run.key,
+                )
 
     def add_observer(self, observer: RunObserver, close: Callable[[], None] | None = None) -> None:
         """Let ``observer`` see the runs too; ``close`` is called by :meth:`close`."""
@@ -238,12 +283,18 @@ class AgentRunner:
         result = run.result
         info = run.info
         actions_by_event = self._actions_by_event
+        listeners = self._listeners
+        conditional = self._conditional
         while queue:
             event = queue.popleft()
             run.processed += 1
+            if listeners is not None:
+                self._notify_listeners(run, event)
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
             actions = actions_by_event.get(event.type)
+            if conditional is not None and not isinstance(event, OutputEvent):
+                actions = conditional.match(event, actions, run.key)
             if not actions:
                 if not isinstance(event, OutputEvent):
                     self._warn_unheard(event)
@@ -383,6 +434,10 @@ class AgentRunner:
         self._unheard.add(event.type)
         if isinstance(event, ErrorEvent):
             return  # logged where it was raised
+        if self._conditional is not None:
+            # Expressions may select it for other attribute values: said once, at debug.
+            log.debug("no action's trigger condition selected an event of type %r", event.type)
+            return
         listened = sorted(self.plan.actions_by_event)
         close = difflib.get_close_matches(event.type, listened, n=1)
         log.warning(
@@ -473,6 +528,33 @@ async def _bounded_action(returned: Awaitable[Any], timeout: float, action: Acti
         return await returned
 
     await bounded(awaited, timeout, "action", action.name)()
+
+
+def _configured_listeners(paths: list[str] | None) -> list[EventListener]:
+    """Instances of the ``event-listeners`` classes (``module.ClassName``, no arguments)."""
+    listeners: list[EventListener] = []
+    for path in paths or []:
+        module, _, name = str(path).strip().rpartition(".")
+        try:
+            cls = getattr(importlib.import_module(module), name) if module else None
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"event-listeners: cannot import {path!r} ({exc}); name a class as "
+                "'package.module.ClassName' importable on the workers"
+            ) from exc
+        if not (isinstance(cls, type) and issubclass(cls, EventListener)):
+            raise ConfigurationError(
+                f"event-listeners: {path!r} is not an EventListener class; subclass "
+                "flink_agents.api.events.listener.EventListener and name it as "
+                "'package.module.ClassName'"
+            )
+        try:
+            listeners.append(cls())
+        except TypeError as exc:
+            raise ConfigurationError(
+                f"event-listeners: {path} needs a constructor without arguments ({exc})"
+            ) from exc
+    return listeners
 
 
 def _jsonable_key(key: Any) -> Any:

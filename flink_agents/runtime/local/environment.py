@@ -7,6 +7,9 @@ from typing import Any
 
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.approval import ApprovalResponse
+from flink_agents.api.events.event import Event
+from flink_agents.api.events.listener import EventContext, EventListener
+from flink_agents.api.events.tool_event import ToolRequestEvent
 from flink_agents.api.execution_environment import AgentBuilder, AgentsExecutionEnvironment
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.local.runner import LocalRunner
@@ -31,7 +34,10 @@ class LocalAgentBuilder(AgentBuilder):
 
     def __init__(self, env: LocalExecutionEnvironment, records: list[Any]) -> None:
         self._env = env
-        self._records = [_split(r) for r in records]
+        # Read at execute(), as upstream does: records appended after the pipeline was
+        # built are inputs too.
+        self._input = records
+        self._executed = False
         self._plan: AgentPlan | None = None
         self._outputs: list[dict[str, Any]] | None = None
         self.runner: LocalRunner | None = None
@@ -64,12 +70,25 @@ class LocalAgentBuilder(AgentBuilder):
     def _execute(self) -> None:
         if self._plan is None or self._outputs is None:
             raise RuntimeError("from_list(...).apply(agent).to_list() must come before execute()")
+        self._executed = True
         if self.runner is None:
             self.runner = LocalRunner(self._plan)
             self._metrics = self.runner.runner.metrics
-        results = self.runner.run(self._records)
+            self.runner.runner.add_listener(self._env._tool_requests)
+        results = self.runner.run([_split(r) for r in self._input])
         for result in results:
             self._outputs.extend({result.key: out} for out in result.outputs)
+
+
+class _ToolRequestRecorder(EventListener):
+    """Keeps the tool requests of the environment's runs (``get_tool_request_events``)."""
+
+    def __init__(self) -> None:
+        self.events: list[ToolRequestEvent] = []
+
+    def on_event_processed(self, context: EventContext, event: Event) -> None:
+        if isinstance(event, ToolRequestEvent):
+            self.events.append(event)
 
 
 class LocalExecutionEnvironment(AgentsExecutionEnvironment):
@@ -80,6 +99,7 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
         for key, value in kwargs.items():
             self.get_config().set_str(key, value)
         self._builders: list[LocalAgentBuilder] = []
+        self._tool_requests = _ToolRequestRecorder()
 
     def from_list(self, input: list[Any]) -> LocalAgentBuilder:  # noqa: A002
         """Input records: ``{"key": k, "value": v}`` / ``{"k": .., "v": ..}`` dicts or bare
@@ -90,14 +110,32 @@ class LocalExecutionEnvironment(AgentsExecutionEnvironment):
         self._builders.append(builder)
         return builder
 
+    def get_tool_request_events(self) -> list[ToolRequestEvent]:
+        """The tool request events the runs of :meth:`execute` sent, in order (as
+        upstream's local environment keeps them: to check which tools a model asked for)."""
+        return list(self._tool_requests.events)
+
     def execute(self) -> None:
-        """Run every ``from_list(...).apply(...).to_list()`` built so far; outputs are
-        appended to the lists ``to_list()`` returned. Resources are closed afterwards."""
+        """Run every ``from_list(...).apply(...).to_list()`` built since the last
+        ``execute()``; outputs are appended to the lists ``to_list()`` returned. The input
+        lists are read now (records appended after ``from_list`` are inputs too).
+        Resources are closed afterwards.
+
+        Raises:
+            RuntimeError: nothing new to run: every pipeline already ran (as upstream, a
+                second ``execute()`` is an error rather than a second run of the inputs).
+        """
+        pending = [b for b in self._builders if not b._executed]
+        if not pending:
+            raise RuntimeError(
+                "execute() has no pipeline to run: every from_list(...).apply(...).to_list() "
+                "of this environment already ran; build another with from_list(...) first"
+            )
         try:
-            for builder in self._builders:
+            for builder in pending:
                 builder._execute()
         finally:
-            for builder in self._builders:
+            for builder in pending:
                 if builder.runner is not None:
                     builder.runner.close()
                     builder.runner = None

@@ -204,6 +204,8 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
                 "finish_reason": choice.finish_reason,
                 "usage": usage(u.prompt_tokens, u.completion_tokens) if u else None,
                 "reasoning": reasoning,
+                # A provider refusal is kept, also an empty one (as upstream's converter).
+                "refusal": getattr(msg, "refusal", None),
                 "latency_ms": watch.ms,
                 "attempts": attempts,
             },
