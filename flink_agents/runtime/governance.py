@@ -245,6 +245,8 @@ class RunGuard:
             BudgetExhaustedError: a spent budget whose behaviour is ``error``.
         """
         gov = self.governance
+        if self.run.next_call_recorded():
+            return  # a replay answers from the durable log, whatever the budget says now
         while True:
             now = _now()
             refusal = self._refusal(now)

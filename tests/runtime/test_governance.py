@@ -131,6 +131,22 @@ def test_a_restored_run_counts_its_replayed_calls_exactly_once():
     assert replayed.memory_updates == done.memory_updates
 
 
+def test_a_replayed_call_is_answered_from_the_log_even_when_the_budget_is_spent_now():
+    # A restore may find the key's budget spent by now (a job budget restarted, a day
+    # over): the recorded call is still replayed, so the run repeats what it did.
+    config = {"budget.tokens-per-job-per-hour": 10, "budget.on-job-exhausted": "error"}
+    with OpenAIServer(["ok"]) as server:
+        plan = _plan(server, config)
+        first = AgentRunner(plan)
+        done = first.run_sync("k", "question", memory={})
+        first.close()
+        again = AgentRunner(plan)
+        again.governance.count_job(50)  # spent before the replay
+        replayed = again.run_sync("k", "question", memory={}, durable=done.durable_records)
+        again.close()
+    assert replayed.outputs == done.outputs and "content" in replayed.outputs[0]
+
+
 def _moments_before(boundary: float, seconds: float, monkeypatch: Any) -> None:
     """Move the budget clock so that ``boundary`` (a window's end) is ``seconds`` away."""
     offset = boundary - seconds - time.time()

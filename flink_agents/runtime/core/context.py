@@ -80,6 +80,11 @@ class _Run:
         self.call_seq += 1
         return str(self.call_seq)
 
+    def next_call_recorded(self) -> bool:
+        """Whether the next durable call will be answered from the log (a replay)."""
+        rec = self.durable.get(str(self.call_seq + 1))
+        return rec is not None and not rec.pending
+
     def record(self, call_id: str, rec: DurableRecord) -> None:
         self.durable[call_id] = rec
         self.result.durable_records[call_id] = rec
