@@ -10,18 +10,18 @@ MODEL_STAMP := $(VENV)/.local-llm
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench dist clean browser docs docs-serve
+	java model demo bench dist clean browser stores docs docs-serve
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -e ".[dev,flink,chroma,mem0]"
+	$(PY) -m pip install -e ".[dev,flink,chroma,mem0,providers,test-stores]"
 	touch $(STAMP)
 
 ## The test command (README, Getting started).
-test: venv java model browser lint test-fast test-flink
+test: venv java model browser stores lint test-fast test-flink
 
 ## Headless chromium for the trace page and docs site tests (Debian's package; a no-op when
 ## installed, a note when it cannot be installed here: those tests then skip with that reason).
@@ -31,6 +31,19 @@ browser:
 	      DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; \
 	    else echo "chromium missing and not installable here: the trace page test skips"; fi; }
+
+## redis-server for the Redis vector store's tests (Debian's package, as root; a no-op when
+## installed, a note when it cannot be installed: those tests then skip with that reason).
+## The other stores' tests need no system package: Qdrant and Milvus Lite are embedded, the
+## PostgreSQL with pgvector comes with the test-stores extra, Elasticsearch/OpenSearch are a
+## stand-in (docs/providers.md).
+stores:
+	@command -v redis-server >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	        redis-server >/dev/null; \
+	    else echo "redis-server missing and not installable here: the Redis store tests skip"; fi; }
 
 test-fast: venv java
 	$(PY) -m pytest -m "not flink" -q

@@ -88,9 +88,14 @@ def scripted_rag_model(messages: list[ChatMessage], tools: list[Any]) -> str:
 
 
 class RagAgent(Agent):
-    """Retrieves the two passages closest to the question, then asks the model."""
+    """Retrieves the two passages closest to the question, then asks the model.
 
-    def __init__(self) -> None:
+    Args:
+        knowledge: the vector store holding the passages (default: an in-memory store
+            pre-loaded with :data:`DOCUMENTS`); its ``embedding_model`` is ``"embedder"``.
+    """
+
+    def __init__(self, knowledge: ResourceDescriptor | None = None) -> None:
         super().__init__()
         self.add_resource(
             "embedding_connection", ResourceDescriptor(clazz=HashingEmbeddingModelConnection)
@@ -101,7 +106,8 @@ class RagAgent(Agent):
         )
         self.add_resource(
             "knowledge",
-            ResourceDescriptor(
+            knowledge
+            or ResourceDescriptor(
                 clazz=InMemoryVectorStore, embedding_model="embedder", documents=DOCUMENTS
             ),
         )

@@ -4,6 +4,7 @@
 
     FlinkAgentsError
      +-- ConfigurationError          developer mistake: a bad option value or key
+     |    +-- MissingExtraError      an optional dependency is not installed (names the extra)
      +-- PlanValidationError         developer mistake: the agent cannot be compiled
      +-- MemoryValueError            developer mistake: a value memory cannot hold
      +-- EventAttributeError         developer mistake: an event attribute that is not JSON
@@ -70,6 +71,19 @@ def _rebuild(cls: type[FlinkAgentsError], args: tuple[Any, ...], state: dict[str
 
 class ConfigurationError(FlinkAgentsError, ValueError):
     """An option has an unknown key or a value of the wrong type or range."""
+
+
+class MissingExtraError(ConfigurationError):
+    """An optional dependency of an integration is not installed.
+
+    Attributes:
+        extra: the extra of ``flink-agents-py`` that installs it (``pip install
+            'flink-agents-py[<extra>]'``).
+    """
+
+    def __init__(self, message: str, *, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class PlanValidationError(FlinkAgentsError, ValueError):
@@ -183,9 +197,10 @@ class TriggerConditionError(FlinkAgentsError, ValueError):
         column: the 1-based column of the problem, when known.
     """
 
-    def __init__(self, reason: str, expression: str, position: int | None = None) -> None:
+    def __init__(self, reason: str, expression: str = "", position: int | None = None) -> None:
         self.reason = reason
         self.expression = expression
+        self._position = position
         self.column = None if position is None else position + 1
         if position is None:
             text = f"trigger condition {expression!r}: {reason}"
@@ -195,6 +210,9 @@ class TriggerConditionError(FlinkAgentsError, ValueError):
                 f"    {expression}\n    {' ' * position}^"
             )
         super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled with its parts, not its text
+        return (type(self), (self.reason, self.expression, self._position))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ SECRET_WORDS = (
     "apikey",
     "api_key",
     "secret",
+    "secret_access_key",  # AWS (aws_secret_access_key)
     "password",
     "passwd",
     "token",

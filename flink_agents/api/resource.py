@@ -232,6 +232,38 @@ class ResourceName:
         OPENAI_COMPLETIONS_SETUP = (
             "flink_agents.integrations.chat_models.openai.openai_chat_model.OpenAIChatModelSetup"
         )
+        AZURE_OPENAI_CONNECTION = (
+            "flink_agents.integrations.chat_models.azure.azure_openai_chat_model."
+            "AzureOpenAIChatModelConnection"
+        )
+        AZURE_OPENAI_SETUP = (
+            "flink_agents.integrations.chat_models.azure.azure_openai_chat_model."
+            "AzureOpenAIChatModelSetup"
+        )
+        VLLM_CONNECTION = (
+            "flink_agents.integrations.chat_models.vllm.vllm_chat_model.VLLMChatModelConnection"
+        )
+        VLLM_SETUP = "flink_agents.integrations.chat_models.vllm.vllm_chat_model.VLLMChatModelSetup"
+        TONGYI_CONNECTION = (
+            "flink_agents.integrations.chat_models.tongyi_chat_model.TongyiChatModelConnection"
+        )
+        TONGYI_SETUP = (
+            "flink_agents.integrations.chat_models.tongyi_chat_model.TongyiChatModelSetup"
+        )
+        BEDROCK_CONNECTION = (
+            "flink_agents.integrations.chat_models.bedrock.bedrock_chat_model."
+            "BedrockChatModelConnection"
+        )
+        BEDROCK_SETUP = (
+            "flink_agents.integrations.chat_models.bedrock.bedrock_chat_model.BedrockChatModelSetup"
+        )
+        GEMINI_CONNECTION = (
+            "flink_agents.integrations.chat_models.gemini.gemini_chat_model."
+            "GeminiChatModelConnection"
+        )
+        GEMINI_SETUP = (
+            "flink_agents.integrations.chat_models.gemini.gemini_chat_model.GeminiChatModelSetup"
+        )
         JAVA_WRAPPER_CONNECTION = (
             "flink_agents.api.chat_models.java_chat_model.JavaChatModelConnection"
         )
@@ -256,6 +288,38 @@ class ResourceName:
             "flink_agents.integrations.embedding_models.openai_embedding_model."
             "OpenAIEmbeddingModelSetup"
         )
+        AZURE_OPENAI_CONNECTION = (
+            "flink_agents.integrations.embedding_models.azure_openai_embedding_model."
+            "AzureOpenAIEmbeddingModelConnection"
+        )
+        AZURE_OPENAI_SETUP = (
+            "flink_agents.integrations.embedding_models.azure_openai_embedding_model."
+            "AzureOpenAIEmbeddingModelSetup"
+        )
+        BEDROCK_CONNECTION = (
+            "flink_agents.integrations.embedding_models."
+            "bedrock_embedding_model.BedrockEmbeddingModelConnection"
+        )
+        BEDROCK_SETUP = (
+            "flink_agents.integrations.embedding_models."
+            "bedrock_embedding_model.BedrockEmbeddingModelSetup"
+        )
+        GEMINI_CONNECTION = (
+            "flink_agents.integrations.embedding_models."
+            "gemini_embedding_model.GeminiEmbeddingModelConnection"
+        )
+        GEMINI_SETUP = (
+            "flink_agents.integrations.embedding_models."
+            "gemini_embedding_model.GeminiEmbeddingModelSetup"
+        )
+        TONGYI_CONNECTION = (
+            "flink_agents.integrations.embedding_models."
+            "tongyi_embedding_model.TongyiEmbeddingModelConnection"
+        )
+        TONGYI_SETUP = (
+            "flink_agents.integrations.embedding_models."
+            "tongyi_embedding_model.TongyiEmbeddingModelSetup"
+        )
         JAVA_WRAPPER_CONNECTION = (
             "flink_agents.api.embedding_models.java_embedding_model.JavaEmbeddingModelConnection"
         )
@@ -271,6 +335,35 @@ class ResourceName:
         )
         IN_MEMORY_VECTOR_STORE = (
             "flink_agents.integrations.vector_stores.in_memory_vector_store.InMemoryVectorStore"
+        )
+        MEM0_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.mem0.mem0_vector_store.Mem0VectorStore"
+        )
+        QDRANT_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.qdrant.qdrant_vector_store.QdrantVectorStore"
+        )
+        MILVUS_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.milvus.milvus_vector_store.MilvusVectorStore"
+        )
+        PGVECTOR_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.pgvector.pgvector_vector_store.PGVectorStore"
+        )
+        ELASTICSEARCH_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.elasticsearch."
+            "elasticsearch_vector_store.ElasticsearchVectorStore"
+        )
+        OPENSEARCH_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.elasticsearch."
+            "opensearch_vector_store.OpenSearchVectorStore"
+        )
+        REDIS_VECTOR_STORE = (
+            "flink_agents.integrations.vector_stores.redis.redis_vector_store.RedisVectorStore"
+        )
+        JAVA_WRAPPER_VECTOR_STORE = (
+            "flink_agents.api.vector_stores.java_vector_store.JavaVectorStore"
+        )
+        JAVA_WRAPPER_COLLECTION_MANAGEABLE_VECTOR_STORE = (
+            "flink_agents.api.vector_stores.java_vector_store.JavaCollectionManageableVectorStore"
         )
 
     MCP_SERVER = "flink_agents.integrations.mcp.mcp.MCPServer"

@@ -327,6 +327,26 @@ class ModelClientSettings(RateLimitSettings):
             self._settle_attempt(permit, report, result, None, usage_of)
             return result, attempts
 
+    async def acall_in_thread_with_retries(
+        self,
+        attempt: Callable[[], T],
+        *,
+        model: str | None,
+        tokens: int | None = None,
+        usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
+        report: CallReport | None = None,
+    ) -> tuple[T, int]:
+        """:meth:`acall_with_retries` for a synchronous SDK: each attempt runs on a worker
+        thread, but the waits in the governor (pacing, a throttling pause) happen on the
+        event loop, holding no thread."""
+
+        async def in_thread() -> T:
+            return await asyncio.to_thread(attempt)
+
+        return await self.acall_with_retries(
+            in_thread, model=model, tokens=tokens, usage_of=usage_of, report=report
+        )
+
 
 def secret_value(value: SecretStr | str | None) -> str | None:
     """The plain text of a secret field."""
@@ -448,18 +468,20 @@ class HttpJsonClient(ModelClientSettings):
             retryable=isinstance(exc, httpx.TransportError),
         )
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        """One synchronous attempt."""
+    def _post(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        """One synchronous attempt (``headers``: extra ones for this request)."""
         try:
-            response = self.http.post(path, json=body)
+            response = self.http.post(path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise self._transport_failure(exc, path) from None
         return self._reply(response)
 
-    async def _apost(self, path: str, body: dict[str, Any]) -> Any:
-        """One asynchronous attempt."""
+    async def _apost(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> Any:
+        """One asynchronous attempt (``headers``: extra ones for this request)."""
         try:
-            response = await self.ahttp.post(path, json=body)
+            response = await self.ahttp.post(path, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise self._transport_failure(exc, path) from None
         return self._reply(response)

@@ -67,13 +67,17 @@ class OpenAIClient(ModelClientSettings):
             kwargs["base_url"] = self.api_base_url
         return kwargs
 
+    def _new_client(self, kwargs: dict[str, Any], *, asynchronous: bool) -> Any:
+        """A new SDK client (Azure overrides this with the Azure clients)."""
+        return openai.AsyncOpenAI(**kwargs) if asynchronous else openai.OpenAI(**kwargs)
+
     @property
     def client(self) -> openai.OpenAI:
         """The synchronous SDK client (thread safe, shared)."""
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
-                    self._client = openai.OpenAI(**self._client_kwargs())
+                    self._client = self._new_client(self._client_kwargs(), asynchronous=False)
         return self._client
 
     @property
@@ -83,8 +87,12 @@ class OpenAIClient(ModelClientSettings):
             kwargs = self._client_kwargs()
             with self._client_lock:
                 if self._aclients is None:
-                    self._aclients = PerLoop(lambda: openai.AsyncOpenAI(**kwargs))
+                    self._aclients = PerLoop(lambda: self._new_client(kwargs, asynchronous=True))
         return self._aclients.get()
+
+    def _where(self) -> str:
+        """The server, for messages."""
+        return self.api_base_url or "api.openai.com"
 
     def _failure(self, exc: Exception) -> CallFailure:
         if isinstance(exc, openai.APITimeoutError):
@@ -92,8 +100,7 @@ class OpenAIClient(ModelClientSettings):
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
             return CallFailure(
-                f"cannot reach {self.api_base_url or 'api.openai.com'}: "
-                f"{type(cause).__name__}: {cause}",
+                f"cannot reach {self._where()}: {type(cause).__name__}: {cause}",
                 retryable=True,
             )
         if isinstance(exc, openai.APIStatusError):

@@ -11,9 +11,9 @@ Every attempt of a model call (the first one and each retry) passes a connection
 - **Pacing, not rejection.** Requests and tokens are paced by a token bucket in its virtual
   time form (GCRA with costs: :class:`_Pacer`): an attempt reserves its start time and waits
   for it with ``asyncio.sleep`` (``time.sleep`` in a sync ``chat``), holding no thread and
-  blocking no other call. The bucket holds :data:`BURST_SECONDS` (half a second) of a
-  limit: providers enforce per-minute quotas over short windows, and the half second the
-  provider's own bucket keeps absorbs the jitter between our start and its arrival. Tokens
+  blocking no other call. The bucket holds :data:`BURST_SECONDS` (a quarter of a second)
+  of a limit: providers enforce per-minute quotas over short windows (about a second), and
+  what their own bucket keeps in hand absorbs the jitter between our send and its arrival. Tokens
   (prompt + completion) are estimated before the call (:func:`estimate_prompt_tokens`, a
   learned prompt ratio and completion size) and corrected from the reply's usage.
 - **Adaptive concurrency and rate.** A throttling answer (429, Anthropic's 529, Ollama's
@@ -47,8 +47,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-#: Seconds of a limit the pacer lets go at once (the bucket's size).
-BURST_SECONDS = 0.5
+#: Seconds of a limit the pacer lets go at once (the bucket's size): a quarter of the
+#: second providers commonly allow, so that three quarters of their bucket absorb the
+#: jitter between our sends and their arrivals (a stalled client or a slow network).
+BURST_SECONDS = 0.25
 #: Seconds over which the rate the server accepted is measured, when it throttles.
 MEASURE_SECONDS = 2.0
 #: Fewest answers a measured accepted rate is based on.

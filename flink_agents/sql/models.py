@@ -16,6 +16,24 @@ ollama      ``endpoint`` (default ``http://localhost:11434``), ``model``, ``temp
 anthropic   ``endpoint``, ``model``, ``api-key`` or ``api-key-env`` (default:
             ``ANTHROPIC_API_KEY``), ``temperature``, ``max-tokens``, ``timeout``,
             ``max-retries``
+azure_openai ``endpoint`` (``https://<resource>.openai.azure.com``), ``api-version``,
+            ``model`` (the deployment), ``api-key`` or ``api-key-env`` (default:
+            ``AZURE_OPENAI_API_KEY``), ``temperature``, ``max-tokens``, ``top-p``, ``seed``,
+            ``api`` (``chat_completions`` / ``responses``), ``timeout``, ``max-retries``
+vllm        ``endpoint`` (default ``http://localhost:8000/v1``), ``model`` (required),
+            ``api-key`` or ``api-key-env``, ``temperature``, ``max-tokens``, ``top-p``,
+            ``top-k``, ``seed``, ``timeout``, ``max-retries``
+tongyi      ``endpoint`` (DashScope's ``.../api/v1``), ``model`` (default ``qwen-plus``),
+            ``api-key`` or ``api-key-env`` (default: ``DASHSCOPE_API_KEY``), ``temperature``,
+            ``max-tokens``, ``timeout``, ``max-retries``
+bedrock     ``region``, ``endpoint``, ``model`` (required: model id or inference profile),
+            ``access-key-id`` with ``secret-access-key`` or ``secret-access-key-env``,
+            ``session-token``, ``profile`` (else boto3's credential chain), ``temperature``,
+            ``max-tokens``, ``top-p``, ``timeout``, ``max-retries``
+gemini      ``endpoint``, ``model`` (required), ``api-key`` or ``api-key-env`` (default:
+            ``GEMINI_API_KEY``); Vertex AI: ``vertex-ai`` = ``true``, ``project``,
+            ``location``, ``access-token``; ``temperature``, ``max-tokens``, ``top-p``,
+            ``top-k``, ``timeout``, ``max-retries``
 local       ``model-path`` (default: the managed model of ``make model``), ``temperature``,
             ``max-tokens``, ``seed``, ``n-ctx``
 scripted    ``respond`` (``module:function`` of ``(messages, tools) -> reply``), ``latency``:
@@ -55,6 +73,26 @@ _CLASSES = {
         _INTEGRATIONS + "anthropic.anthropic_chat_model.AnthropicChatModelConnection",
         _INTEGRATIONS + "anthropic.anthropic_chat_model.AnthropicChatModelSetup",
     ),
+    "azure_openai": (
+        _INTEGRATIONS + "azure.azure_openai_chat_model.AzureOpenAIChatModelConnection",
+        _INTEGRATIONS + "azure.azure_openai_chat_model.AzureOpenAIChatModelSetup",
+    ),
+    "vllm": (
+        _INTEGRATIONS + "vllm.vllm_chat_model.VLLMChatModelConnection",
+        _INTEGRATIONS + "vllm.vllm_chat_model.VLLMChatModelSetup",
+    ),
+    "tongyi": (
+        _INTEGRATIONS + "tongyi_chat_model.TongyiChatModelConnection",
+        _INTEGRATIONS + "tongyi_chat_model.TongyiChatModelSetup",
+    ),
+    "bedrock": (
+        _INTEGRATIONS + "bedrock.bedrock_chat_model.BedrockChatModelConnection",
+        _INTEGRATIONS + "bedrock.bedrock_chat_model.BedrockChatModelSetup",
+    ),
+    "gemini": (
+        _INTEGRATIONS + "gemini.gemini_chat_model.GeminiChatModelConnection",
+        _INTEGRATIONS + "gemini.gemini_chat_model.GeminiChatModelSetup",
+    ),
     "local": (
         _INTEGRATIONS + "local_llama.local_llama_chat_model.LocalLlamaChatModelConnection",
         _INTEGRATIONS + "local_llama.local_llama_chat_model.LocalLlamaChatModelSetup",
@@ -73,7 +111,25 @@ _REMOTE = ("endpoint", "timeout", "max-retries", *_LIMITS)
 _KEYS: dict[str, tuple[str, ...]] = {
     "openai": (
         *(*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
-        *("top-p", "seed"),
+        *("top-p", "seed", "api"),
+    ),
+    "azure_openai": (
+        *(*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
+        *("top-p", "seed", "api", "api-version"),
+    ),
+    "vllm": (
+        *(*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
+        *("top-p", "top-k", "seed"),
+    ),
+    "tongyi": (*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
+    "bedrock": (
+        *(*_REMOTE, "model", "region", "access-key-id", "secret-access-key"),
+        *("secret-access-key-env", "session-token", "profile", "temperature", "max-tokens"),
+        "top-p",
+    ),
+    "gemini": (
+        *(*_REMOTE, "model", "api-key", "api-key-env", "vertex-ai", "project", "location"),
+        *("access-token", "temperature", "max-tokens", "top-p", "top-k"),
     ),
     "ollama": (*_REMOTE, "model", "temperature"),
     "anthropic": (*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
@@ -85,9 +141,64 @@ _COMMON = ("provider", "connection", "task")
 #: Endpoint path suffixes Flink's model options include and our clients add themselves.
 _SUFFIXES = {
     "openai": "/chat/completions",
+    "vllm": "/chat/completions",
     "ollama": "/api/chat",
     "anthropic": "/v1/messages",
 }
+
+
+#: The connection argument an ``endpoint`` option sets (default ``base_url``).
+_ENDPOINT_ARGUMENT = {
+    "openai": "api_base_url",
+    "vllm": "api_base_url",
+    "azure_openai": "azure_endpoint",
+    "bedrock": "endpoint_url",
+}
+
+
+def _cloud_connection(provider: str, options: Mapping[str, str]) -> dict[str, Any]:
+    """Connection arguments of the cloud providers' own options."""
+    conn: dict[str, Any] = {}
+    if provider in ("openai", "azure_openai") and "api" in options:
+        api = options["api"].strip().lower()
+        if api not in ("chat_completions", "responses"):
+            raise ConfigurationError(
+                f"option 'api' = '{options['api']}' must be chat_completions or responses"
+            )
+        conn["api"] = api
+    if provider == "azure_openai" and "api-version" in options:
+        conn["api_version"] = options["api-version"]
+    if provider == "bedrock":
+        for key, argument in (
+            ("region", "region"),
+            ("profile", "profile_name"),
+            ("access-key-id", "aws_access_key_id"),
+            ("session-token", "aws_session_token"),
+        ):
+            if options.get(key):
+                conn[argument] = options[key]
+        secret = secret_from(options, "secret-access-key", "secret-access-key-env")
+        if secret:
+            conn["aws_secret_access_key"] = secret
+        if bool(conn.get("aws_access_key_id")) != bool(secret):
+            raise ConfigurationError(
+                "'access-key-id' and 'secret-access-key' (or 'secret-access-key-env') go "
+                "together; leave both out for boto3's credential chain or use 'profile'"
+            )
+    if provider == "gemini":
+        if "vertex-ai" in options:
+            flag = options["vertex-ai"].strip().lower()
+            if flag not in ("true", "false"):
+                raise ConfigurationError(
+                    f"option 'vertex-ai' = '{options['vertex-ai']}' must be true or false"
+                )
+            conn["vertex_ai"] = flag == "true"
+        for key in ("project", "location"):
+            if options.get(key):
+                conn[key] = options[key]
+        if options.get("access-token"):
+            conn["access_token"] = options["access-token"]
+    return conn
 
 
 @dataclass(frozen=True)
@@ -145,7 +256,7 @@ def check_provider_options(provider: str, options: Mapping[str, str], where: str
                 f"unknown option '{key}' for a {provider} {where}; supported: "
                 f"{', '.join(sorted(allowed))}"
             )
-    _arguments(provider, options)  # the value checks
+    _arguments(provider, options, for_model=where != "connection")  # the value checks
 
 
 def _number(options: Mapping[str, str], key: str, kind: type, minimum: float | None = None) -> Any:
@@ -160,7 +271,9 @@ def _number(options: Mapping[str, str], key: str, kind: type, minimum: float | N
     return number
 
 
-def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _arguments(
+    provider: str, options: Mapping[str, str], *, for_model: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Connection and setup arguments of ``provider`` from ``options``."""
     conn: dict[str, Any] = {}
     setup: dict[str, Any] = {}
@@ -169,7 +282,7 @@ def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any
     if suffix and endpoint.endswith(suffix):
         endpoint = endpoint[: -len(suffix)]
     if endpoint:
-        conn["api_base_url" if provider == "openai" else "base_url"] = endpoint
+        conn[_ENDPOINT_ARGUMENT.get(provider, "base_url")] = endpoint
     if "timeout" in options:
         seconds = duration_seconds(options["timeout"], "timeout")
         conn["request_timeout" if provider == "ollama" else "timeout"] = seconds
@@ -189,17 +302,18 @@ def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any
                 f"option 'adaptive' = '{options['adaptive']}' must be true or false"
             )
         conn["adaptive"] = flag == "true"
-    if provider in ("openai", "anthropic"):
+    if provider in ("openai", "anthropic", "azure_openai", "vllm", "tongyi", "gemini"):
         key = secret_from(options, "api-key", "api-key-env")
         if key:
             conn["api_key"] = key
+    conn.update(_cloud_connection(provider, options))
     if "model" in options:
         setup["model"] = options["model"]
     if "temperature" in options:
         setup["temperature"] = _number(options, "temperature", float, 0)
     if "max-tokens" in options:
         setup["max_tokens"] = _number(options, "max-tokens", int, 1)
-    if provider == "openai":
+    if provider in ("openai", "azure_openai", "vllm"):
         extra = {}
         if "top-p" in options:
             extra["top_p"] = _number(options, "top-p", float, 0)
@@ -207,6 +321,10 @@ def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any
             extra["seed"] = _number(options, "seed", int)
         if extra:
             setup["additional_kwargs"] = extra
+    if provider in ("bedrock", "gemini") and "top-p" in options:
+        setup["top_p"] = _number(options, "top-p", float, 0)
+    if provider in ("vllm", "gemini") and "top-k" in options:
+        setup["top_k"] = _number(options, "top-k", int, 0)
     if provider == "local":
         if "model-path" in options:
             conn["model_path"] = options["model-path"]
@@ -223,7 +341,8 @@ def _arguments(provider: str, options: Mapping[str, str]) -> tuple[dict[str, Any
         conn["respond"] = options["respond"]
         if "latency" in options:
             conn["latency"] = duration_seconds(options["latency"], "latency")
-    if provider in ("ollama", "anthropic") and "model" not in options:
+    needs_model = ("ollama", "anthropic", "azure_openai", "vllm", "bedrock", "gemini")
+    if for_model and provider in needs_model and "model" not in options:
         raise ConfigurationError(f"a {provider} model needs a 'model' option (the model name)")
     return conn, setup
 

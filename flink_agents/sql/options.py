@@ -27,7 +27,9 @@ from flink_agents.errors import ConfigurationError
 #: Shown instead of a secret value.
 MASK = "****"
 _SECRET_KEY = re.compile(
-    r"(api[-_.]?key|secret|password|passwd|token|credential|authorization)s?$", re.I
+    r"(api[-_.]?key|secret|secret[-_.]access[-_.]key|password|passwd|token|credential|"
+    r"authorization)s?$",
+    re.I,
 )
 
 

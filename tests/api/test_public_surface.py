@@ -119,6 +119,8 @@ PUBLIC = {
     "flink_agents.api.embedding_models.embedding_model": {
         "BaseEmbeddingModelConnection",
         "BaseEmbeddingModelSetup",
+        "EmbeddingResult",
+        "EmbeddingTokenUsage",
     },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
@@ -179,10 +181,96 @@ PUBLIC = {
         "ollama_reply",
     },
     "flink_agents.testing.servers.anthropic_server": {"AnthropicServer", "anthropic_reply"},
+    "flink_agents.testing.servers.search_server": {"SearchServer"},
+    "flink_agents.testing.servers.cloud_formats": {
+        "bedrock_error",
+        "bedrock_error_reply",
+        "bedrock_throttle",
+        "converse_reply",
+        "converse_results",
+        "dashscope_error",
+        "dashscope_reply",
+        "dashscope_results",
+        "dashscope_throttle",
+        "gemini_error",
+        "gemini_reply",
+        "gemini_results",
+        "gemini_throttle",
+        "openai_error",
+        "openai_throttle",
+        "responses_reply",
+        "responses_results",
+        "verify_sigv4",
+    },
     "flink_agents.api.embedding_models.java_embedding_model": {
         "JavaEmbeddingModelConnection",
         "JavaEmbeddingModelSetup",
     },
+    # providers (docs/providers.md); upstream's module and class names where it has them
+    "flink_agents.integrations.chat_models.azure.azure_openai_chat_model": {
+        "AzureOpenAIChatModelConnection",
+        "AzureOpenAIChatModelSetup",
+    },
+    "flink_agents.integrations.chat_models.vllm.vllm_chat_model": {
+        "VLLMChatModelConnection",
+        "VLLMChatModelSetup",
+    },
+    "flink_agents.integrations.chat_models.tongyi_chat_model": {
+        "TongyiChatModelConnection",
+        "TongyiChatModelSetup",
+        "to_dashscope_messages",
+    },
+    "flink_agents.integrations.chat_models.bedrock.bedrock_chat_model": {
+        "BedrockChatModelConnection",
+        "BedrockChatModelSetup",
+        "to_converse_messages",
+        "to_tool_spec",
+    },
+    "flink_agents.integrations.chat_models.gemini.gemini_chat_model": {
+        "GeminiChatModelConnection",
+        "GeminiChatModelSetup",
+        "to_gemini_contents",
+    },
+    "flink_agents.integrations.embedding_models.azure_openai_embedding_model": {
+        "AzureOpenAIEmbeddingModelConnection",
+        "AzureOpenAIEmbeddingModelSetup",
+    },
+    "flink_agents.integrations.embedding_models.bedrock_embedding_model": {
+        "BedrockEmbeddingModelConnection",
+        "BedrockEmbeddingModelSetup",
+    },
+    "flink_agents.integrations.embedding_models.gemini_embedding_model": {
+        "GeminiEmbeddingModelConnection",
+        "GeminiEmbeddingModelSetup",
+    },
+    "flink_agents.integrations.embedding_models.tongyi_embedding_model": {
+        "TongyiEmbeddingModelConnection",
+        "TongyiEmbeddingModelSetup",
+    },
+    "flink_agents.api.vector_stores.java_vector_store": {
+        "JavaCollectionManageableVectorStore",
+        "JavaVectorStore",
+    },
+    "flink_agents.integrations.vector_stores.qdrant.qdrant_vector_store": {
+        "QdrantVectorStore",
+        "to_qdrant_filter",
+    },
+    "flink_agents.integrations.vector_stores.milvus.milvus_vector_store": {
+        "MilvusVectorStore",
+        "to_milvus_expr",
+    },
+    "flink_agents.integrations.vector_stores.pgvector.pgvector_vector_store": {
+        "PGVectorStore",
+        "to_sql",
+    },
+    "flink_agents.integrations.vector_stores.elasticsearch.elasticsearch_vector_store": {
+        "ElasticsearchVectorStore"
+    },
+    "flink_agents.integrations.vector_stores.elasticsearch.opensearch_vector_store": {
+        "OpenSearchVectorStore"
+    },
+    "flink_agents.integrations.vector_stores.redis.redis_vector_store": {"RedisVectorStore"},
+    "flink_agents.integrations.vector_stores.mem0.mem0_vector_store": {"Mem0VectorStore"},
 }
 
 

@@ -285,15 +285,16 @@ CASES = [
         AGENT + "    chat_model_connections:\n      - {name: c, clazz: olama}\n",
         8,
         "agents[0].chat_model_connections[0].clazz",
-        "unknown chat_model_connections alias 'olama' (aliases: ['anthropic', 'ollama', "
-        "'openai'], or write a dotted class path); did you mean 'ollama'?",
+        "unknown chat_model_connections alias 'olama' (aliases: ['anthropic', 'azure_openai', "
+        "'bedrock', 'gemini', 'ollama', 'openai', 'tongyi', 'vllm'], or write a dotted class "
+        "path); did you mean 'ollama'?",
     ),
     (
         "upstream alias we lack",
-        AGENT + "    chat_model_setups:\n      - {name: s, clazz: vllm, connection: c, model: m}\n",
+        AGENT + "    chat_model_setups:\n      - {name: s, clazz: watsonx, connection: c}\n",
         8,
         "agents[0].chat_model_setups[0].clazz",
-        "'vllm' is an Apache Flink Agents integration flink-agents does not have",
+        "'watsonx' is an Apache Flink Agents integration flink-agents does not have",
     ),
     (
         "class not importable",
@@ -477,11 +478,11 @@ CASES = [
         "names an Apache Flink Agents Java integration",
     ),
     (
-        "java vector store",
-        AGENT + "    vector_stores:\n      - {name: v, clazz: com.example.Store, type: java}\n",
+        "java mcp server",
+        AGENT + "    mcp_servers:\n      - {name: v, clazz: com.example.Server, type: java}\n",
         8,
-        "agents[0].vector_stores[0].type",
-        "type: java is not supported for vector_stores",
+        "agents[0].mcp_servers[0].type",
+        "type: java is not supported for mcp_servers",
     ),
 ]
 

@@ -230,7 +230,12 @@ def test_anthropic_request_system_tools_and_merged_tool_results():
     with ScriptedServer([Reply(fs.anthropic_reply("14", thinking="adding"))]) as server:
         conn = AnthropicChatModelConnection(base_url=server.url, api_key="sk-ant-xyz-123", **FAST)
         setup = _setup(
-            AnthropicChatModelSetup, conn, model="claude-x", max_tokens=77, tools=["add"]
+            AnthropicChatModelSetup,
+            conn,
+            model="claude-x",
+            max_tokens=77,
+            tools=["add"],
+            structured_output="prompt",
         )
         reply = setup.chat(LOOP, output_schema=SCHEMA)
     q = server.requests[0]

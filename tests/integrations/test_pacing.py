@@ -50,18 +50,19 @@ def _starts(governor: Governor, count: int, tokens: int = 0) -> list[float]:
 # -- the pacer ---------------------------------------------------------------------------------
 
 
-def test_pacer_lets_half_a_second_go_then_spaces_calls():
-    pacer = _Pacer(10.0)  # 10 per second: 5 at once, then one per 0.1 s
+def test_pacer_lets_a_quarter_second_go_then_spaces_calls():
+    assert BURST_SECONDS == 0.25
+    pacer = _Pacer(10.0)  # 10 per second, a bucket of 2.5: 2 at once, then one per 0.1 s
     starts = []
     for _ in range(8):
         start = max(0.0, pacer.earliest(1))
         pacer.commit(start, 1)
         starts.append(round(start, 6))
-    assert starts == [0.0] * int(10 * BURST_SECONDS) + [0.1, 0.2, 0.3]
+    assert starts == [0.0, 0.0, 0.05, 0.15, 0.25, 0.35, 0.45, 0.55]
 
 
 def test_pacer_lets_a_cost_larger_than_the_bucket_go_when_full_and_owes_the_rest():
-    pacer = _Pacer(100.0)  # a 50-token bucket
+    pacer = _Pacer(100.0)  # a 25-token bucket
     assert pacer.earliest(500) < 0  # full: at once
     pacer.commit(0.0, 500)  # 5 s of tokens
     assert pacer.earliest(10) == pytest.approx(5.0 - BURST_SECONDS + 0.1)
@@ -86,23 +87,22 @@ def test_pacer_corrections_take_more_or_give_back_but_never_overfill():
 def test_declared_rate_is_paced_not_refused():
     clock = Clock()
     governor = Governor(requests_per_second=4.0, concurrency=100, clock=clock)
-    assert _starts(governor, 5) == [0.0, 0.0, 0.25, 0.5, 0.75]
+    assert _starts(governor, 5) == [0.0, 0.25, 0.5, 0.75, 1.0]  # a bucket of one
 
 
 def test_declared_tokens_pace_by_the_estimate_and_are_corrected_from_usage():
     clock = Clock()
     governor = Governor(tokens_per_second=100.0, concurrency=100, completion_guess=0, clock=clock)
     assert governor.estimate(20) == 20
-    # 100 tokens per second, a 50-token bucket: two 20-token calls at once, then spaced.
-    assert _starts(governor, 4, tokens=20) == [0.0, 0.0, 0.1, 0.3]
+    # 100 tokens per second, a 25-token bucket: 20 at once, then 20 every 0.2 s.
+    assert _starts(governor, 4, tokens=20) == [0.0, 0.15, 0.35, 0.55]
     permit = pacing.Permit(started=clock.now, waited=0.0, prompt_estimate=20, tokens=20)
     governor._slots.in_use = 1
+    owed = governor._tokens.tat
     governor.succeeded(permit, prompt_tokens=60, completion_tokens=20)  # 80 used: 60 more
+    assert governor._tokens.tat == pytest.approx(owed + 0.6)  # the next calls wait longer
     # Learned: prompts are 3x the estimate here (smoothed), completions ~4 tokens.
     assert governor.estimate(20) > 20
-    with governor._lock:
-        reservation = governor._reserve(20)
-    assert reservation.start - clock.now == pytest.approx(0.5 + 0.6, abs=0.01)
 
 
 def test_token_refunds_move_waiting_reservations_earlier_but_not_past_the_request_rate():

@@ -26,8 +26,14 @@ from flink_agents.integrations.embedding_models.hashing_embedding_model import (
 )
 from flink_agents.integrations.vector_stores.chroma.chroma_vector_store import ChromaVectorStore
 from flink_agents.integrations.vector_stores.in_memory_vector_store import InMemoryVectorStore
+from tests.integrations.store_fixtures import *  # noqa: F403 - the stores' fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The database stores of tests/integrations/store_fixtures.py (real embedded stores and
+#: servers, or stand-ins where no server can run here).
+STORES = [
+    *("qdrant", "milvus", "mem0-qdrant", "pgvector", "redis", "elasticsearch", "opensearch"),
+]
 
 
 def _lookup():
@@ -43,13 +49,15 @@ def _lookup():
     return lookup
 
 
-@pytest.fixture(params=["memory", "chroma"])
+@pytest.fixture(params=["memory", "chroma", *STORES])
 def store(request, tmp_path) -> CollectionManageableVectorStore:
     kwargs = {"embedding_model": "embedder", "get_resource": _lookup(), "collection": "docs"}
     if request.param == "memory":
         made = InMemoryVectorStore(**kwargs)
-    else:
+    elif request.param == "chroma":
         made = ChromaVectorStore(persist_directory=str(tmp_path / "chroma"), **kwargs)
+    else:
+        made = request.getfixturevalue(f"{request.param.replace('-', '_')}_store_factory")(**kwargs)
     yield made
     made.close()
 
@@ -223,7 +231,7 @@ def test_dimension_mismatch_is_a_clear_error(store):
     with pytest.raises(VectorStoreError, match="dimension"):
         store._add_embedding(documents=[Document(content="bad", embedding=[1.0])])
     with pytest.raises(TypeError, match="no embedding_model"):
-        type(store)(collection="docs").add(Document(content="needs a vector"))
+        store.model_copy(update={"embedding_model": None}).add(Document(content="a vector?"))
 
 
 def test_chroma_reopens_its_directory_in_a_new_process(tmp_path):

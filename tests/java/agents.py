@@ -217,3 +217,96 @@ def embedding_agent() -> Agent:
         ResourceDescriptor(clazz=JavaEmbeddingModelSetup, connection="embed_conn"),
     )
     return agent
+
+
+# -- a Java vector store -----------------------------------------------------------------------
+STORE_DOCUMENTS = [
+    {"id": "ckpt", "content": "checkpoints snapshot operator state", "metadata": {"t": "state"}},
+    {"id": "wm", "content": "watermarks track event time progress", "metadata": {"t": "time"}},
+    {"id": "rocks", "content": "rocksdb keeps large state on disk", "metadata": {"t": "state"}},
+]
+
+
+async def store_op(event: InputEvent, ctx: RunnerContext) -> None:
+    """``{"op": "load"}`` adds the documents (embedded in Python), ``{"op": "ask", "q": ...}``
+    asks the built-in retrieval action, ``{"op": "filter"}`` queries with a metadata filter,
+    ``{"op": "collections"}`` manages collections."""
+    from flink_agents.api.events.context_retrieval_event import ContextRetrievalRequestEvent
+    from flink_agents.api.vector_stores.vector_store import Document, VectorStoreQuery
+
+    request = event.input
+    store: Any = ctx.get_resource("java_store", ResourceType.VECTOR_STORE)
+    op = request["op"]
+    if op == "load":
+        ids = store.add([Document.model_validate(d) for d in STORE_DOCUMENTS])
+        ctx.send_event(OutputEvent(output={"id": request["id"], "ids": ids}))
+    elif op == "ask":
+        ctx.sensory_memory.set("id", request["id"])
+        ctx.send_event(
+            ContextRetrievalRequestEvent(
+                query=request["q"], vector_store="java_store", max_results=2
+            )
+        )
+    elif op == "filter":
+        found = store.query(
+            VectorStoreQuery(query_text="state on disk", limit=5, filters={"t": "state"})
+        ).documents
+        ctx.send_event(OutputEvent(output={"id": request["id"], "found": [d.id for d in found]}))
+    else:
+        store.create_collection_if_not_exists("extra")
+        store.add(Document(id="e1", content="extra doc"), collection_name="extra")
+        names = store.list_collections()
+        store.delete_collection("extra")
+        ctx.send_event(
+            OutputEvent(
+                output={"id": request["id"], "before": names, "after": store.list_collections()}
+            )
+        )
+
+
+def retrieved(event: Any, ctx: RunnerContext) -> None:
+    ctx.send_event(
+        OutputEvent(
+            output={
+                "id": ctx.sensory_memory.get("id"),
+                "docs": [(d.id, round(d.score or 0.0, 3)) for d in event.documents],
+            }
+        )
+    )
+
+
+def vector_store_agent() -> Agent:
+    """A Java vector store (``InMemoryJavaVectorStore``) with Python hashing embeddings."""
+    from flink_agents.api.events.context_retrieval_event import ContextRetrievalResponseEvent
+    from flink_agents.api.vector_stores.java_vector_store import (
+        JavaCollectionManageableVectorStore,
+    )
+    from flink_agents.integrations.embedding_models.hashing_embedding_model import (
+        HashingEmbeddingModelConnection,
+        HashingEmbeddingModelSetup,
+    )
+
+    agent = Agent()
+    agent.add_action("store_op", InputEvent, store_op)
+    agent.add_action("retrieved", ContextRetrievalResponseEvent, retrieved)
+    agent.add_resource(
+        "emb_conn",
+        ResourceType.EMBEDDING_MODEL_CONNECTION,
+        ResourceDescriptor(clazz=HashingEmbeddingModelConnection, dimensions=64),
+    )
+    agent.add_resource(
+        "embedder",
+        ResourceType.EMBEDDING_MODEL,
+        ResourceDescriptor(clazz=HashingEmbeddingModelSetup, connection="emb_conn"),
+    )
+    agent.add_resource(
+        "java_store",
+        ResourceType.VECTOR_STORE,
+        ResourceDescriptor(
+            clazz=JavaCollectionManageableVectorStore,
+            java_clazz=EXAMPLES + "InMemoryJavaVectorStore",
+            embedding_model="embedder",
+            collection="docs",
+        ),
+    )
+    return agent

@@ -105,3 +105,26 @@ def test_process_mode_is_refused_with_a_clear_message() -> None:
     assert len(results) == 1
     assert "no JVM in this Python process" in results[0]["error"]
     assert "python.execution-mode=thread" in results[0]["error"]
+
+
+def test_java_vector_store_through_the_bridge(bridge_host) -> None:  # noqa: F811
+    """Documents embedded in Python are stored, filtered and ranked by the Java store; the
+    built-in retrieval action queries it; collections are managed through it."""
+    env, agents_env = make_env()
+    records = [
+        {"id": 1, "key": "k", "op": "load"},
+        {"id": 2, "key": "k", "op": "ask", "q": "event time watermarks"},
+        {"id": 3, "key": "k", "op": "filter"},
+        {"id": 4, "key": "k", "op": "collections"},
+    ]
+    out = (
+        agents_env.from_datastream(source(env, records), key_selector=lambda r: r["key"])
+        .apply(agents.vector_store_agent())
+        .to_datastream()
+    )
+    results = {o["id"]: o for o in collect(out)}
+    assert results[1]["ids"] == ["ckpt", "wm", "rocks"]
+    top, second = results[2]["docs"]
+    assert top[0] == "wm" and top[1] > second[1]  # cosine similarity, best first
+    assert results[3]["found"][0] == "rocks" and set(results[3]["found"]) == {"ckpt", "rocks"}
+    assert results[4]["before"] == ["docs", "extra"] and results[4]["after"] == ["docs"]

@@ -35,7 +35,10 @@ def test_bridge_jar_is_built_and_shipped() -> None:
     jars = bridge_jars()
     assert [Path(j).name for j in jars] == ["flink-agents-bridge.jar"], "run `make java`"
     names = set(zipfile.ZipFile(jars[0]).namelist())
-    for cls in ("Bridge", "Handle", "JavaTool", "JavaChatModel", "JavaEmbeddingModel", "Json"):
+    for cls in (
+        *("Bridge", "Handle", "JavaTool", "JavaChatModel", "JavaEmbeddingModel"),
+        *("JavaVectorStore", "Json"),
+    ):
         assert f"org/flinkagents/bridge/{cls}.class" in names
     assert "org/flinkagents/examples/ScriptedJavaChatModel.class" in names
 
@@ -123,6 +126,19 @@ def test_local_environment_reports_the_mode_needed() -> None:
         assert MODE_HINT in str(exc)
         return
     pytest.fail(f"a Java resource ran in the local environment: {result}")
+
+
+def test_java_vector_store_outside_a_jvm_says_which_mode_is_needed() -> None:
+    from flink_agents.api.vector_stores.java_vector_store import JavaVectorStore
+
+    with pytest.raises(JavaBridgeError, match="thread"):
+        JavaVectorStore(java_clazz="org.flinkagents.examples.InMemoryJavaVectorStore")
+    plan = AgentPlan.from_agent(agents.vector_store_agent())
+    assert ("vector_store", "java_store", "org.flinkagents.examples.InMemoryJavaVectorStore") in (
+        java_resources(plan)
+    )
+    with pytest.raises(PlanValidationError, match="java_store"):
+        check_java_resources(plan, "process")
 
 
 def test_java_tool_with_given_metadata_travels_in_the_plan_and_creates_lazily() -> None:

@@ -323,7 +323,8 @@ def test_durations() -> None:
     [
         (
             {},
-            "model m needs a 'provider' option: one of openai, ollama, anthropic, local, scripted",
+            "model m needs a 'provider' option: one of openai, ollama, anthropic, azure_openai, "
+            "vllm, tongyi, bedrock, gemini, local, scripted",
         ),
         ({"provider": "bard"}, "option 'provider' = 'bard' is not supported"),
         (

@@ -1,13 +1,38 @@
-"""Embedding model extension points (connection = client, setup = per-use settings)."""
+"""Embedding model extension points (connection = client, setup = per-use settings).
+
+Token usage (names as in Apache Flink Agents): a connection that knows what a call cost
+implements :meth:`BaseEmbeddingModelConnection.embed_with_usage`, returning an
+:class:`EmbeddingResult` with :class:`EmbeddingTokenUsage`. The setup's ``embed`` /
+``aembed`` go through it and count the tokens in the agent's metrics, in the group
+``embedding_model`` = setup resource name: ``numOfEmbeddingCalls``,
+``embeddingPromptTokens``, ``embeddingTotalTokens``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from flink_agents.api.resource import Resource, ResourceType
+
+
+@dataclass(frozen=True)
+class EmbeddingTokenUsage:
+    """Tokens an embedding call cost, as the provider reported them."""
+
+    prompt_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class EmbeddingResult:
+    """Vectors (one per text) and, when the provider reports it, the call's token usage."""
+
+    embeddings: list[list[float]]
+    token_usage: EmbeddingTokenUsage | None = None
 
 
 class BaseEmbeddingModelConnection(Resource, ABC):
@@ -24,6 +49,16 @@ class BaseEmbeddingModelConnection(Resource, ABC):
     async def aembed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """Asynchronous :meth:`embed`; a worker thread by default."""
         return await asyncio.to_thread(self.embed, texts, **kwargs)
+
+    def embed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """:meth:`embed` with the token usage, when the connection knows it (override)."""
+        return EmbeddingResult(embeddings=self.embed(texts, **kwargs))
+
+    async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Asynchronous :meth:`embed_with_usage`; wraps :meth:`aembed` unless overridden."""
+        if type(self).embed_with_usage is not BaseEmbeddingModelConnection.embed_with_usage:
+            return await asyncio.to_thread(self.embed_with_usage, texts, **kwargs)
+        return EmbeddingResult(embeddings=await self.aembed(texts, **kwargs))
 
 
 class BaseEmbeddingModelSetup(Resource, ABC):
@@ -55,12 +90,37 @@ class BaseEmbeddingModelSetup(Resource, ABC):
         """A vector for one text, or a list of vectors for a list of texts."""
         single = isinstance(text, str)
         texts = [text] if isinstance(text, str) else list(text)
-        vectors = self.get_connection().embed(texts, **{**self.model_kwargs, **kwargs})
-        return vectors[0] if single else vectors
+        result = self.get_connection().embed_with_usage(texts, **{**self.model_kwargs, **kwargs})
+        self._count(result)
+        return result.embeddings[0] if single else result.embeddings
 
     async def aembed(self, text: str | Sequence[str], **kwargs: Any) -> Any:
         """Asynchronous :meth:`embed`."""
         single = isinstance(text, str)
         texts = [text] if isinstance(text, str) else list(text)
-        vectors = await self.get_connection().aembed(texts, **{**self.model_kwargs, **kwargs})
-        return vectors[0] if single else vectors
+        result = await self.get_connection().aembed_with_usage(
+            texts, **{**self.model_kwargs, **kwargs}
+        )
+        self._count(result)
+        return result.embeddings[0] if single else result.embeddings
+
+    def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """The vectors of ``text`` (one or a list) with the call's token usage."""
+        texts = [text] if isinstance(text, str) else list(text)
+        result = self.get_connection().embed_with_usage(texts, **{**self.model_kwargs, **kwargs})
+        self._count(result)
+        return result
+
+    def _count(self, result: EmbeddingResult) -> None:
+        """Count the call and its tokens in the agent's metrics (when run by an agent)."""
+        owner: Any = getattr(self.get_resource, "__self__", None)
+        metrics = getattr(owner, "metrics", None)
+        if metrics is None:
+            return
+        name = owner.name_of(self) if hasattr(owner, "name_of") else None
+        group = metrics.get_sub_group("embedding_model", name or self.model or "embedding")
+        group.get_counter("numOfEmbeddingCalls").inc()
+        usage = result.token_usage
+        if usage is not None:
+            group.get_counter("embeddingPromptTokens").inc(usage.prompt_tokens)
+            group.get_counter("embeddingTotalTokens").inc(usage.total_tokens)

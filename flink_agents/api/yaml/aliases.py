@@ -29,28 +29,57 @@ EVENT_ALIASES: dict[str, str] = {
     "context_retrieval_response": ContextRetrievalResponseEvent.EVENT_TYPE,
 }
 
-#: Resource type -> alias -> class path (Python implementations).
+#: Resource type -> alias -> class path (Python implementations). Apache Flink Agents'
+#: Python aliases (``tongyi``, ``azure_openai``, ``vllm``, ``mem0``) plus ours for the
+#: providers it has in Java only (``bedrock``, ``gemini``, ``milvus``, ``elasticsearch``,
+#: ``opensearch``) and for the stores it lacks (``qdrant``, ``pgvector``, ``redis``).
 CLAZZ_ALIASES: dict[ResourceType, dict[str, str]] = {
     ResourceType.CHAT_MODEL_CONNECTION: {
         "ollama": ResourceName.ChatModel.OLLAMA_CONNECTION,
         "openai": ResourceName.ChatModel.OPENAI_COMPLETIONS_CONNECTION,
         "anthropic": ResourceName.ChatModel.ANTHROPIC_CONNECTION,
+        "azure_openai": ResourceName.ChatModel.AZURE_OPENAI_CONNECTION,
+        "vllm": ResourceName.ChatModel.VLLM_CONNECTION,
+        "tongyi": ResourceName.ChatModel.TONGYI_CONNECTION,
+        "bedrock": ResourceName.ChatModel.BEDROCK_CONNECTION,
+        "gemini": ResourceName.ChatModel.GEMINI_CONNECTION,
     },
     ResourceType.CHAT_MODEL: {
         "ollama": ResourceName.ChatModel.OLLAMA_SETUP,
         "openai": ResourceName.ChatModel.OPENAI_COMPLETIONS_SETUP,
         "anthropic": ResourceName.ChatModel.ANTHROPIC_SETUP,
+        "azure_openai": ResourceName.ChatModel.AZURE_OPENAI_SETUP,
+        "vllm": ResourceName.ChatModel.VLLM_SETUP,
+        "tongyi": ResourceName.ChatModel.TONGYI_SETUP,
+        "bedrock": ResourceName.ChatModel.BEDROCK_SETUP,
+        "gemini": ResourceName.ChatModel.GEMINI_SETUP,
     },
     ResourceType.EMBEDDING_MODEL_CONNECTION: {
         "ollama": ResourceName.EmbeddingModel.OLLAMA_CONNECTION,
         "openai": ResourceName.EmbeddingModel.OPENAI_CONNECTION,
+        "azure_openai": ResourceName.EmbeddingModel.AZURE_OPENAI_CONNECTION,
+        "tongyi": ResourceName.EmbeddingModel.TONGYI_CONNECTION,
+        "bedrock": ResourceName.EmbeddingModel.BEDROCK_CONNECTION,
+        "gemini": ResourceName.EmbeddingModel.GEMINI_CONNECTION,
     },
     ResourceType.EMBEDDING_MODEL: {
         "ollama": ResourceName.EmbeddingModel.OLLAMA_SETUP,
         "openai": ResourceName.EmbeddingModel.OPENAI_SETUP,
+        "azure_openai": ResourceName.EmbeddingModel.AZURE_OPENAI_SETUP,
+        "tongyi": ResourceName.EmbeddingModel.TONGYI_SETUP,
+        "bedrock": ResourceName.EmbeddingModel.BEDROCK_SETUP,
+        "gemini": ResourceName.EmbeddingModel.GEMINI_SETUP,
     },
     ResourceType.VECTOR_STORE: {
         "chroma": ResourceName.VectorStore.CHROMA_VECTOR_STORE,
+        "in_memory": ResourceName.VectorStore.IN_MEMORY_VECTOR_STORE,
+        "mem0": ResourceName.VectorStore.MEM0_VECTOR_STORE,
+        "qdrant": ResourceName.VectorStore.QDRANT_VECTOR_STORE,
+        "milvus": ResourceName.VectorStore.MILVUS_VECTOR_STORE,
+        "pgvector": ResourceName.VectorStore.PGVECTOR_VECTOR_STORE,
+        "elasticsearch": ResourceName.VectorStore.ELASTICSEARCH_VECTOR_STORE,
+        "opensearch": ResourceName.VectorStore.OPENSEARCH_VECTOR_STORE,
+        "redis": ResourceName.VectorStore.REDIS_VECTOR_STORE,
     },
     ResourceType.MCP_SERVER: {
         "mcp": ResourceName.MCP_SERVER,
@@ -60,22 +89,11 @@ CLAZZ_ALIASES: dict[ResourceType, dict[str, str]] = {
 #: Aliases of Apache Flink Agents for implementations this package does not have, with
 #: what to use instead.
 UNAVAILABLE_ALIASES: dict[ResourceType, dict[str, str]] = {
-    ResourceType.CHAT_MODEL_CONNECTION: {
-        "tongyi": "",
-        "azure_openai": "",
-        "vllm": "use clazz: openai with api_base_url: <your vLLM server>/v1",
-        "watsonx": "",
-    },
-    ResourceType.EMBEDDING_MODEL_CONNECTION: {"tongyi": ""},
-    ResourceType.VECTOR_STORE: {
-        "mem0": "long-term memory runs on mem0 by itself (see LongTermMemoryOptions)",
-    },
+    ResourceType.CHAT_MODEL_CONNECTION: {"watsonx": ""},
+    ResourceType.VECTOR_STORE: {"s3_vectors": ""},
 }
 UNAVAILABLE_ALIASES[ResourceType.CHAT_MODEL] = UNAVAILABLE_ALIASES[
     ResourceType.CHAT_MODEL_CONNECTION
-]
-UNAVAILABLE_ALIASES[ResourceType.EMBEDDING_MODEL] = UNAVAILABLE_ALIASES[
-    ResourceType.EMBEDDING_MODEL_CONNECTION
 ]
 
 #: The Python wrapper of each resource type that may be implemented in Java (``type: java``).
@@ -84,6 +102,7 @@ JAVA_WRAPPER_CLAZZ: dict[ResourceType, str] = {
     ResourceType.CHAT_MODEL: ResourceName.ChatModel.JAVA_WRAPPER_SETUP,
     ResourceType.EMBEDDING_MODEL_CONNECTION: ResourceName.EmbeddingModel.JAVA_WRAPPER_CONNECTION,
     ResourceType.EMBEDDING_MODEL: ResourceName.EmbeddingModel.JAVA_WRAPPER_SETUP,
+    ResourceType.VECTOR_STORE: ResourceName.VectorStore.JAVA_WRAPPER_VECTOR_STORE,
 }
 
 

@@ -88,3 +88,33 @@ def assistant_reply(
         tool_calls=tool_calls,
         extra_args={k: v for k, v in extra.items() if v is not None},
     )
+
+
+#: Name of the tool whose arguments are the answer, for providers whose structured output
+#: is "tool-forced JSON" (Anthropic, Bedrock): the model is made to call it, and its input
+#: becomes the reply's JSON content.
+OUTPUT_TOOL = "structured_output"
+OUTPUT_TOOL_DESCRIPTION = (
+    "Give your final answer by calling this tool; its arguments are the answer and must "
+    "follow its schema."
+)
+
+
+def merge_turns(turns: list[dict[str, Any]], role: str, blocks: list[Any]) -> None:
+    """Append ``blocks`` as a turn of ``role``, merged into the last turn when it has the same
+    role (APIs that require alternating user/assistant turns)."""
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": role, "content": list(blocks)})
+
+
+def answer_from_output_tool(
+    content: str, calls: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """``(content, tool calls)`` with a call of :data:`OUTPUT_TOOL` turned into the JSON
+    content of a final answer (other calls are dropped with it: the model has answered)."""
+    for call in calls:
+        if call_name(call) == OUTPUT_TOOL:
+            return json.dumps(call_arguments(call)), []
+    return content, calls

@@ -19,6 +19,8 @@ import openai
 from flink_agents.api.embedding_models.embedding_model import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
+    EmbeddingResult,
+    EmbeddingTokenUsage,
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._openai import OpenAIClient
@@ -58,7 +60,7 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
     #: Embeddings generate no tokens: the token pacing counts the input only.
     COMPLETION_GUESS = 0
 
-    def _vectors(self, reply: Any, count: int, model: str) -> list[list[float]]:
+    def _vectors(self, reply: Any, count: int, model: str) -> EmbeddingResult:
         data = sorted(getattr(reply, "data", None) or [], key=lambda d: d.index)
         if len(data) != count:
             raise ModelCallError(
@@ -66,7 +68,12 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
                 provider=self.PROVIDER,
                 model=model,
             )
-        return [list(map(float, d.embedding)) for d in data]
+        u = getattr(reply, "usage", None)
+        tokens = None
+        if u is not None and getattr(u, "prompt_tokens", None) is not None:
+            prompt = int(u.prompt_tokens)
+            tokens = EmbeddingTokenUsage(prompt, int(getattr(u, "total_tokens", None) or prompt))
+        return EmbeddingResult([list(map(float, d.embedding)) for d in data], tokens)
 
     def _attempt(self, request: dict[str, Any]) -> Any:
         try:
@@ -86,8 +93,16 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         Raises:
             ModelCallError: the call failed after retries.
         """
+        return self.embed_with_usage(texts, **kwargs).embeddings
+
+    async def aembed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
+        """Asynchronous :meth:`embed`."""
+        return (await self.aembed_with_usage(texts, **kwargs)).embeddings
+
+    def embed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Vectors and the tokens the call cost (``usage.prompt_tokens``)."""
         if not texts:
-            return []
+            return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
         reply, _ = self.call_with_retries(
             lambda: self._attempt(request),
@@ -97,10 +112,10 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         )
         return self._vectors(reply, len(texts), model)
 
-    async def aembed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
-        """Asynchronous :meth:`embed`."""
+    async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Asynchronous :meth:`embed_with_usage`."""
         if not texts:
-            return []
+            return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
         reply, _ = await self.acall_with_retries(
             self._aattempt,
@@ -110,6 +125,10 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
             usage_of=_usage,
         )
         return self._vectors(reply, len(texts), model)
+
+    def close(self) -> None:
+        """Close the HTTP clients."""
+        OpenAIClient.close(self)
 
 
 class OpenAIEmbeddingModelSetup(BaseEmbeddingModelSetup):

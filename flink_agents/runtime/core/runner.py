@@ -76,6 +76,7 @@ class AgentRunner:
         self.config = plan.get_config()
         self.metrics = SimpleMetricGroup("agent")
         self.resources = resources or ResourceCache(plan, metrics=self.metrics)
+        self.resources.metrics = self.metrics
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
             thread_name_prefix="flink-agents-call",

@@ -13,7 +13,9 @@ User-facing wrappers live in the API: ``flink_agents.api.tools.java_tool.JavaToo
 ``flink_agents.api.chat_models.java_chat_model.JavaChatModelConnection`` /
 ``JavaChatModelSetup`` and
 ``flink_agents.api.embedding_models.java_embedding_model.JavaEmbeddingModelConnection`` /
-``JavaEmbeddingModelSetup``.
+``JavaEmbeddingModelSetup``, and
+``flink_agents.api.vector_stores.java_vector_store.JavaVectorStore`` /
+``JavaCollectionManageableVectorStore``.
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ __all__ = [
 ]
 
 _LIB = Path(__file__).resolve().parent / "lib"
-_KINDS = {"tool": "tool", "chat_model_connection": "chat_model"}
+_KINDS = {
+    "tool": "tool",
+    "chat_model_connection": "chat_model",
+    "embedding_model_connection": "embedding_model",
+    "vector_store": "vector_store",
+}
 
 
 def bridge_jars() -> list[str]:

@@ -167,7 +167,7 @@ class JavaBridge:
 
         Args:
             java_clazz: fully qualified Java class name.
-            kind: ``"tool"``, ``"chat_model"`` or ``"embedding_model"``.
+            kind: ``"tool"``, ``"chat_model"``, ``"embedding_model"`` or ``"vector_store"``.
             config: passed to the resource's ``open`` as a JSON object.
 
         Raises:
@@ -251,6 +251,15 @@ class JavaHandle:
                 f"expected {len(texts)} vector(s)"
             )
         return [[float(x) for x in v] for v in vectors]
+
+    def vector_store(self, operation: str, *args: Any) -> Any:
+        """One operation of a Java vector store (``add``, ``query``, ``get``, ``delete``,
+        ``update``, ``listCollections``, ``createCollection``, ``deleteCollection``); the
+        arguments in the Java interface's order (JSON text or None, numbers); its JSON result
+        decoded."""
+        return self._result(
+            f"{operation}()", self._java.vectorStore(operation, json.dumps(list(args)))
+        )
 
     def close(self) -> None:
         """Close the Java resource (once)."""

@@ -29,6 +29,13 @@ ones).
 ``request -> Reply``; the ``*_reply`` functions build provider bodies for it. A new provider
 is a :class:`ProviderServer` subclass naming its paths and building its bodies.
 
+:mod:`flink_agents.testing.servers.cloud_formats` has the wire formats of the cloud
+providers for a :class:`ScriptedServer`: OpenAI's Responses API, Azure OpenAI, DashScope,
+Amazon Bedrock's Converse (with :func:`~flink_agents.testing.servers.cloud_formats.verify_sigv4`,
+which recomputes a request's AWS signature) and Gemini / Vertex AI.
+:class:`~flink_agents.testing.servers.search_server.SearchServer` is an in-memory
+Elasticsearch / OpenSearch behind the part of their REST API the vector stores use.
+
 :class:`QuotaServer` is an OpenAI stand-in that enforces a quota (requests and tokens per
 minute, 429 with ``Retry-After`` beyond) and counts what it accepted and refused.
 """

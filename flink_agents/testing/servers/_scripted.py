@@ -80,12 +80,14 @@ class Request:
         path: the path with its query string, as sent.
         headers: the headers, names lower-cased.
         body: the JSON body parsed, the raw text when it is not JSON, None when empty.
+        raw: the body's bytes as received (signatures are computed over them).
     """
 
     method: str
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
 
     @property
     def route(self) -> str:
@@ -239,7 +241,11 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw.decode("utf-8", "replace")
             request = Request(
-                self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                self.command,
+                self.path,
+                {k.lower(): v for k, v in self.headers.items()},
+                body,
+                raw,
             )
             index = server._record(request)
             ended = False

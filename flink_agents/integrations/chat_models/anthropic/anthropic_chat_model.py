@@ -13,15 +13,21 @@ kept out of the plan JSON, ``repr``, logs and error messages.
 Mapping: system messages become the top-level ``system`` text; an assistant message's tool
 calls become ``tool_use`` blocks (their ids are Anthropic's ``toolu_...`` ids, kept across
 the loop); tool results become ``tool_result`` blocks of one user turn, matched by
-``tool_use_id``. The API has no JSON mode, so a requested output schema is added to the
-system text as an instruction.
+``tool_use_id``.
+
+Structured output (``structured_output`` on the setup): ``"tool"`` (default) is tool-forced
+JSON: a tool whose input schema is the output schema is offered and required
+(``tool_choice``; with the agent's tools, ``any`` tool), and its input becomes the reply's
+JSON content; ``"native"`` uses the API's own structured outputs (``output_format`` with a
+JSON schema, beta header ``structured-outputs-2025-11-13``; models that support it);
+``"prompt"`` only adds the schema to the system text.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
@@ -39,6 +45,9 @@ from flink_agents.integrations._common import (
 from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations._throttling import anthropic_is_throttling
 from flink_agents.integrations.chat_models._messages import (
+    OUTPUT_TOOL,
+    OUTPUT_TOOL_DESCRIPTION,
+    answer_from_output_tool,
     assistant_reply,
     call_arguments,
     call_name,
@@ -48,6 +57,10 @@ from flink_agents.integrations.chat_models._messages import (
 )
 
 ANTHROPIC_VERSION = "2023-06-01"
+#: The beta of the API's own structured outputs (``output_format``).
+STRUCTURED_OUTPUTS_BETA = "structured-outputs-2025-11-13"
+
+StructuredOutput = Literal["tool", "native", "prompt", "off"]
 
 
 def to_anthropic_messages(
@@ -171,11 +184,12 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
             )
         self._key()  # fail before sending when there is no key
         schema = kwargs.pop("output_schema", None)
+        mode: StructuredOutput = kwargs.pop("structured_output", None) or "tool"
         try:
             system, turns = to_anthropic_messages(messages)
         except ValueError as exc:
             raise ModelCallError(str(exc), provider=self.PROVIDER, model=model) from None
-        if schema is not None:
+        if schema is not None and mode == "prompt":
             system = "\n\n".join(s for s in (system, schema_instruction(schema)) if s)
         request: dict[str, Any] = {
             "model": model,
@@ -184,12 +198,36 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
         }
         if system:
             request["system"] = system
-        if tools:
-            request["tools"] = [to_anthropic_tool(t) for t in tools]
+        specs = [to_anthropic_tool(t) for t in tools or []]
+        if schema is not None and mode == "tool":
+            specs.append(
+                {
+                    "name": OUTPUT_TOOL,
+                    "description": OUTPUT_TOOL_DESCRIPTION,
+                    "input_schema": schema,
+                }
+            )
+            request["tool_choice"] = (
+                {"type": "any"} if tools else {"type": "tool", "name": OUTPUT_TOOL}
+            )
+        elif schema is not None and mode == "native":
+            request["output_format"] = {"type": "json_schema", "schema": schema}
+        if specs:
+            request["tools"] = specs
         request.update({k: v for k, v in kwargs.items() if v is not None})
         return request, model
 
-    def _parse(self, data: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
+    @staticmethod
+    def _extra_headers(request: dict[str, Any]) -> dict[str, str] | None:
+        return {"anthropic-beta": STRUCTURED_OUTPUTS_BETA} if "output_format" in request else None
+
+    @staticmethod
+    def _forced(request: dict[str, Any]) -> bool:
+        return any(t.get("name") == OUTPUT_TOOL for t in request.get("tools") or [])
+
+    def _parse(
+        self, data: Any, model: str, watch: Stopwatch, attempts: int, forced: bool = False
+    ) -> ChatMessage:
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise ModelCallError(
@@ -206,9 +244,12 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
                 thoughts.append(block.get("thinking", ""))
             elif kind == "tool_use":
                 calls.append(make_call(block.get("id"), block.get("name", ""), block.get("input")))
+        content = "".join(texts)
+        if forced:
+            content, calls = answer_from_output_tool(content, calls)
         u = data.get("usage") or {}
         return assistant_reply(
-            "".join(texts),
+            content,
             calls,
             {
                 "model": data.get("model") or model,
@@ -233,14 +274,15 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
         """
         request, model = self._request(messages, tools, kwargs)
         watch, report = Stopwatch(), CallReport()
+        headers = self._extra_headers(request)
         data, attempts = self.call_with_retries(
-            lambda: self._post("/v1/messages", request),
+            lambda: self._post("/v1/messages", request, headers),
             model=model,
             tokens=estimate_prompt_tokens(messages, tools),
             usage_of=anthropic_usage,
             report=report,
         )
-        return with_report(self._parse(data, model, watch, attempts), report)
+        return with_report(self._parse(data, model, watch, attempts, self._forced(request)), report)
 
     async def achat(
         self,
@@ -255,12 +297,13 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
             self._apost,
             "/v1/messages",
             request,
+            self._extra_headers(request),
             model=model,
             tokens=estimate_prompt_tokens(messages, tools),
             usage_of=anthropic_usage,
             report=report,
         )
-        return with_report(self._parse(data, model, watch, attempts), report)
+        return with_report(self._parse(data, model, watch, attempts, self._forced(request)), report)
 
     def close(self) -> None:
         """Close the HTTP clients."""
@@ -275,12 +318,15 @@ class AnthropicChatModelSetup(BaseChatModelSetup):
         model: the model name.
         max_tokens: most tokens to generate (required by the API; default 1024).
         temperature: sampling temperature.
+        structured_output: how an output schema is asked for: ``"tool"`` (tool-forced JSON,
+            default), ``"native"`` (the API's ``output_format``), ``"prompt"`` or ``"off"``.
         additional_kwargs: further request fields (``top_k``, ``thinking``, ``tool_choice``...).
     """
 
     model: str = "claude-sonnet-4-5"
     max_tokens: int = 1024
     temperature: float | None = None
+    structured_output: StructuredOutput = "tool"
     additional_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -290,5 +336,6 @@ class AnthropicChatModelSetup(BaseChatModelSetup):
             "model": self.model,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
+            "structured_output": self.structured_output,
             **self.additional_kwargs,
         }

@@ -15,6 +15,10 @@ kept out of the plan JSON, of ``repr``, logs and error messages. A server that n
 Retries (429, 5xx, timeouts, connection errors) are ours, with exponential backoff
 (see :class:`~flink_agents.integrations._common.ModelClientSettings`), so the SDK's own
 retries are off.
+
+``api="responses"`` on the connection uses the Responses API (``POST /v1/responses``)
+instead of Chat Completions, with the same tools, structured output and usage (see
+:mod:`flink_agents.integrations.chat_models.openai._responses`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pydantic import Field
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
-from flink_agents.errors import ModelCallError
+from flink_agents.errors import FlinkAgentsError, ModelCallError
 from flink_agents.integrations._common import Stopwatch, snippet, usage
 from flink_agents.integrations._openai import OpenAIClient
 from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
@@ -39,6 +43,7 @@ from flink_agents.integrations.chat_models._messages import (
     split_reasoning,
     tool_call_id,
 )
+from flink_agents.integrations.chat_models.openai import _responses
 
 #: Request parameters the SDK's ``chat.completions.create`` takes by name; any other
 #: option goes to the server in ``extra_body`` (vLLM's ``top_k``, for example).
@@ -68,6 +73,8 @@ _SDK_PARAMS = frozenset(
 )
 
 StructuredOutput = Literal["json_schema", "json_object", "off"]
+#: Which OpenAI API the connection calls.
+Api = Literal["chat_completions", "responses"]
 
 
 def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
@@ -116,7 +123,10 @@ def openai_usage(reply: Any) -> tuple[Any, Any] | None:
     u = getattr(reply, "usage", None)
     if u is None:
         return None
-    return getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None)
+    prompt = getattr(u, "prompt_tokens", None)
+    if prompt is None:  # the Responses API
+        return getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)
+    return prompt, getattr(u, "completion_tokens", None)
 
 
 class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
@@ -131,17 +141,27 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
         retry_initial_backoff: seconds before the first retry (doubling, with jitter).
         retry_max_backoff: upper bound of one wait.
         max_concurrency: calls this connection runs at once per task slot.
+        api: ``"chat_completions"`` (``POST /chat/completions``, every OpenAI-compatible
+            server) or ``"responses"`` (OpenAI's Responses API, ``POST /responses``).
     """
 
-    def _request(
-        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
-    ) -> tuple[dict[str, Any], str]:
-        kwargs = dict(kwargs)
+    api: Api = "chat_completions"
+
+    def _model_of(self, kwargs: dict[str, Any]) -> str:
         model = kwargs.pop("model", None)
         if not model:
             raise ModelCallError(
                 "no model name: set model= on the chat model setup", provider=self.PROVIDER
             )
+        return str(model)
+
+    def _request(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> tuple[dict[str, Any], str]:
+        if self.api == "responses":
+            return self._responses_request(messages, tools, kwargs)
+        kwargs = dict(kwargs)
+        model = self._model_of(kwargs)
         schema = kwargs.pop("output_schema", None)
         mode: StructuredOutput = kwargs.pop("structured_output", "json_schema")
         extra_body = dict(kwargs.pop("extra_body", None) or {})
@@ -165,19 +185,98 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
             request["extra_body"] = extra_body
         return request, model
 
+    def _responses_request(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> tuple[dict[str, Any], str]:
+        kwargs = dict(kwargs)
+        model = self._model_of(kwargs)
+        schema = kwargs.pop("output_schema", None)
+        mode: StructuredOutput = kwargs.pop("structured_output", "json_schema")
+        extra_body = dict(kwargs.pop("extra_body", None) or {})
+        try:
+            instructions, items = _responses.to_responses_input(messages)
+        except ValueError as exc:
+            raise ModelCallError(str(exc), provider=self.PROVIDER, model=model) from None
+        request: dict[str, Any] = {"model": model, "input": items}
+        if instructions:
+            request["instructions"] = instructions
+        if tools:
+            request["tools"] = [_responses.to_responses_tool(t) for t in tools]
+        fmt = _responses.text_format(schema, mode)
+        if fmt is not None and "text" not in kwargs:
+            request["text"] = fmt
+        for key, value in kwargs.items():
+            if value is None:
+                continue
+            key = _responses.RENAMED.get(key, key)
+            if key in _responses.RESPONSES_PARAMS:
+                request[key] = value
+            else:
+                extra_body[key] = value
+        if extra_body:
+            request["extra_body"] = extra_body
+        return request, model
+
+    def _endpoint(self) -> Any:
+        return self.client.responses if self.api == "responses" else self.client.chat.completions
+
+    def _aendpoint(self) -> Any:
+        if self.api == "responses":
+            return self.aclient.responses
+        return self.aclient.chat.completions
+
     def _attempt(self, request: dict[str, Any]) -> Any:
         try:
-            return self.client.chat.completions.create(**request)
+            return self._endpoint().create(**request)
+        except FlinkAgentsError:
+            raise  # ours (a missing extra, no credentials): not a failed call
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
 
     async def _aattempt(self, request: dict[str, Any]) -> Any:
         try:
-            return await self.aclient.chat.completions.create(**request)
+            return await self._aendpoint().create(**request)
+        except FlinkAgentsError:
+            raise
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
 
+    def _reported_model(self, reply: Any, model: str) -> str:
+        """The model name put into the reply's ``extra_args``."""
+        return str(getattr(reply, "model", None) or model)
+
+    def _parse_responses(
+        self, response: Any, model: str, watch: Stopwatch, attempts: int
+    ) -> ChatMessage:
+        try:
+            text, found, reasoning = _responses.read_output(response)
+        except ValueError:
+            raise ModelCallError(
+                f"malformed reply: no output items in {snippet(str(response))}",
+                provider=self.PROVIDER,
+                model=model,
+            ) from None
+        calls = [make_call(i, n, a) for i, n, a in found]
+        u = getattr(response, "usage", None)
+        incomplete = getattr(response, "incomplete_details", None)
+        return assistant_reply(
+            text,
+            calls,
+            {
+                "model": self._reported_model(response, model),
+                "finish_reason": getattr(incomplete, "reason", None)
+                or ("tool_calls" if calls else getattr(response, "status", None)),
+                "usage": usage(u.input_tokens, u.output_tokens) if u else None,
+                "reasoning": reasoning,
+                "response_id": getattr(response, "id", None),
+                "latency_ms": watch.ms,
+                "attempts": attempts,
+            },
+        )
+
     def _parse(self, completion: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
+        if self.api == "responses":
+            return self._parse_responses(completion, model, watch, attempts)
         choices = getattr(completion, "choices", None)
         if not choices:
             raise ModelCallError(
@@ -200,7 +299,7 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
             content,
             calls,
             {
-                "model": completion.model or model,
+                "model": self._reported_model(completion, model),
                 "finish_reason": choice.finish_reason,
                 "usage": usage(u.prompt_tokens, u.completion_tokens) if u else None,
                 "reasoning": reasoning,
@@ -251,6 +350,10 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
             report=report,
         )
         return with_report(self._parse(completion, model, watch, attempts), report)
+
+    def close(self) -> None:
+        """Close the HTTP clients (``Resource.close`` would otherwise shadow the client's)."""
+        OpenAIClient.close(self)
 
 
 class OpenAIChatModelSetup(BaseChatModelSetup):

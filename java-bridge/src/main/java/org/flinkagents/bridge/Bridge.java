@@ -40,7 +40,7 @@ public final class Bridge {
      * Checks that a resource class can be created.
      *
      * @param className fully qualified name of the class
-     * @param kind "tool", "chat_model" or "embedding_model"
+     * @param kind "tool", "chat_model", "embedding_model" or "vector_store"
      * @return an empty string if it can, otherwise what is wrong
      */
     public String check(String className, String kind) {
@@ -56,7 +56,7 @@ public final class Bridge {
      * Creates and opens a resource.
      *
      * @param className fully qualified name of the class
-     * @param kind "tool", "chat_model" or "embedding_model"
+     * @param kind "tool", "chat_model", "embedding_model" or "vector_store"
      * @param configJson the configuration, a JSON object
      * @return a {@link Handle} on success, otherwise a {@code String} saying what is wrong
      */
@@ -141,11 +141,14 @@ public final class Bridge {
                 return JavaChatModel.class;
             case "embedding_model":
                 return JavaEmbeddingModel.class;
+            case "vector_store":
+                return JavaVectorStore.class;
             default:
                 throw new IllegalArgumentException(
                         "unknown Java resource kind '"
                                 + kind
-                                + "' (expected tool, chat_model or embedding_model)");
+                                + "' (expected tool, chat_model, embedding_model or"
+                                + " vector_store)");
         }
     }
 

@@ -22,7 +22,7 @@ public final class Handle {
         this.kind = kind;
     }
 
-    /** The resource kind: "tool", "chat_model" or "embedding_model". */
+    /** The resource kind: "tool", "chat_model", "embedding_model" or "vector_store". */
     public String kind() {
         return kind;
     }
@@ -79,6 +79,62 @@ public final class Handle {
         } catch (Throwable t) {
             return "1" + Bridge.describe(t);
         }
+    }
+
+    /**
+     * For a vector store: one operation (see {@link JavaVectorStore}). {@code operation} is
+     * {@code add}, {@code query}, {@code get}, {@code delete}, {@code update}, {@code
+     * listCollections}, {@code createCollection} or {@code deleteCollection}; {@code argsJson} a
+     * JSON array of its arguments in the interface's order (documents, vectors, ids and filters
+     * as JSON text, {@code null} allowed).
+     */
+    public String vectorStore(String operation, String argsJson) {
+        try {
+            ensureOpen();
+            JavaVectorStore store = (JavaVectorStore) resource;
+            java.util.List<Object> args = Json.parseArray(argsJson);
+            switch (operation) {
+                case "add":
+                    return "0" + store.add(text(args, 0), text(args, 1));
+                case "query":
+                    return "0"
+                            + store.query(
+                                    text(args, 0),
+                                    ((Number) args.get(1)).intValue(),
+                                    text(args, 2),
+                                    text(args, 3));
+                case "get":
+                    return "0"
+                            + store.get(
+                                    text(args, 0),
+                                    text(args, 1),
+                                    text(args, 2),
+                                    ((Number) args.get(3)).intValue());
+                case "delete":
+                    store.delete(text(args, 0), text(args, 1), text(args, 2));
+                    return "0null";
+                case "update":
+                    store.update(text(args, 0), text(args, 1));
+                    return "0null";
+                case "listCollections":
+                    return "0" + store.listCollections();
+                case "createCollection":
+                    store.createCollection(text(args, 0));
+                    return "0null";
+                case "deleteCollection":
+                    store.deleteCollection(text(args, 0));
+                    return "0null";
+                default:
+                    throw new IllegalArgumentException("unknown vector store operation " + operation);
+            }
+        } catch (Throwable t) {
+            return "1" + Bridge.describe(t);
+        }
+    }
+
+    private static String text(java.util.List<Object> args, int index) {
+        Object value = args.get(index);
+        return value == null ? null : String.valueOf(value);
     }
 
     /** Closes the resource once; later calls fail. */

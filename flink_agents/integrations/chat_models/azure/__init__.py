@@ -1,0 +1,1 @@
+"""Azure OpenAI chat models."""

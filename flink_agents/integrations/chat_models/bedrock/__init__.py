@@ -1,0 +1,1 @@
+"""Amazon Bedrock chat models."""

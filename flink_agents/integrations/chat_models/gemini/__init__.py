@@ -1,0 +1,1 @@
+"""Google Gemini chat models (Gemini API and Vertex AI)."""

@@ -1,0 +1,1 @@
+"""vLLM chat models (OpenAI-compatible)."""

@@ -1,0 +1,1 @@
+"""Elasticsearch and OpenSearch vector stores."""

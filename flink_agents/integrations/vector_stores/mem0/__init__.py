@@ -1,0 +1,1 @@
+"""Vector stores through mem0's vector store factory."""

@@ -1,0 +1,1 @@
+"""Milvus vector store (Milvus Lite or a server)."""

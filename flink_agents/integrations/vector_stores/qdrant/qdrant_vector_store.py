@@ -1,0 +1,386 @@
+"""Qdrant as a vector store (``pip install 'flink-agents-py[qdrant]'``): embedded (local
+mode: a directory, or memory) or a Qdrant server.
+
+Example::
+
+    # embedded, in a directory (one process at a time; on Flink: thread mode)
+    ResourceDescriptor(clazz=QdrantVectorStore, path="/var/lib/agent/qdrant",
+                       embedding_model="embedder", collection="docs")
+    # a server
+    ResourceDescriptor(clazz=QdrantVectorStore, url="https://qdrant.example:6333",
+                       embedding_model="embedder", collection="docs")
+
+Collections are Qdrant collections with one unnamed vector (cosine distance: ``score`` is the
+cosine similarity). A point's payload holds our id (``doc_id``), the text (``content``) and
+the metadata (``metadata``, filtered as ``metadata.<field>``); point ids are UUIDs made from
+our ids. The API key (``api_key`` or ``QDRANT_API_KEY``) stays out of the plan and logs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import Any
+
+from pydantic import Field, PrivateAttr, SecretStr
+
+from flink_agents.api.vector_stores._filters import Junction, Node
+from flink_agents.api.vector_stores.vector_store import Document
+from flink_agents.errors import VectorStoreError
+from flink_agents.integrations._common import secret_value
+from flink_agents.integrations._extras import require
+from flink_agents.integrations.vector_stores._common import (
+    DatabaseVectorStore,
+    check_query_dimension,
+    check_vectors,
+    chunks,
+    in_order,
+    kept,
+    missing_collection,
+    new_id,
+    point_id,
+    wanted_ids,
+    where_of,
+)
+
+DEFAULT_COLLECTION = "flink_agents_qdrant_collection"
+_BATCH = 256
+
+# Qdrant's local mode allows one client per directory and process: stores of one process
+# share it (resources are created per slot; in thread mode the slots share the process).
+_LOCAL_CLIENTS: dict[str, Any] = {}
+_LOCAL_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    # Closed before the interpreter tears modules down (a client's __del__ then fails).
+    with _LOCAL_LOCK:
+        clients = list(_LOCAL_CLIENTS.values())
+        _LOCAL_CLIENTS.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - nothing to do about it at exit
+            pass
+
+
+def _qdrant(user: str) -> Any:
+    return require("qdrant_client", extra="qdrant", user=user)
+
+
+def to_qdrant_filter(node: Node | None, models: Any) -> Any:
+    """The filter as a ``qdrant_client.models.Filter`` over ``metadata.<field>`` (None: none).
+
+    Equality of floats is a closed range (Qdrant matches only keywords, integers and bools
+    by value); a missing field matches ``$ne`` / ``$nin`` (they are ``must_not``).
+    """
+    if node is None:
+        return None
+
+    def value_condition(field: str, value: Any) -> Any:
+        key = f"metadata.{field}"
+        if isinstance(value, float) and not isinstance(value, bool):
+            return models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def one(node: Node) -> Any:
+        if isinstance(node, Junction):
+            parts = [one(p) for p in node.parts]
+            if node.op == "$and":
+                return models.Filter(must=parts)
+            return models.Filter(should=parts)
+        field, op, value = node.field, node.op, node.value
+        if op == "$eq":
+            return models.Filter(must=[value_condition(field, value)])
+        if op == "$ne":
+            return models.Filter(must_not=[value_condition(field, value)])
+        if op in ("$in", "$nin"):
+            options = models.Filter(should=[value_condition(field, v) for v in value])
+            return (
+                models.Filter(must=[options]) if op == "$in" else models.Filter(must_not=[options])
+            )
+        bound = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}[op]
+        return models.Filter(
+            must=[
+                models.FieldCondition(key=f"metadata.{field}", range=models.Range(**{bound: value}))
+            ]
+        )
+
+    return one(node)
+
+
+class QdrantVectorStore(DatabaseVectorStore):
+    """Qdrant, embedded or as a server.
+
+    Attributes:
+        path: a directory for the embedded (local mode) store.
+        location: ``":memory:"`` for an embedded store in memory (the default when neither
+            ``path`` nor ``url``/``host`` is given), or a URL.
+        url: a server's URL (``http://host:6333``).
+        host: a server's host (with ``port``).
+        port: a server's REST port.
+        api_key: a server's API key (default: ``QDRANT_API_KEY``).
+        timeout: seconds a server request may take.
+        embedding_model: name of the embedding model setup for texts without vectors.
+        collection: the default collection.
+        dimension: vector size of collections created before a vector was seen.
+        auto_create_collection: create missing collections on write and query.
+    """
+
+    path: str | None = None
+    location: str | None = None
+    url: str | None = None
+    host: str | None = None
+    port: int | None = None
+    api_key: SecretStr | None = Field(default=None, repr=False)
+    timeout: float | None = Field(default=None, gt=0)
+    collection: str | None = DEFAULT_COLLECTION
+
+    _client: Any = PrivateAttr(default=None)
+    _dims: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    def _default_collection(self) -> str:
+        return DEFAULT_COLLECTION
+
+    def _where(self) -> str:
+        return self.path or self.url or self.host or self.location or ":memory:"
+
+    @property
+    def client(self) -> Any:
+        """The ``QdrantClient`` (made on first use; embedded ones shared per directory)."""
+        if self._client is None:
+            qdrant = _qdrant(type(self).__name__)
+            remote = self.url or self.host or (self.location and self.location != ":memory:")
+            try:
+                if self.path and not remote:
+                    key = os.path.abspath(self.path)
+                    with _LOCAL_LOCK:
+                        client = _LOCAL_CLIENTS.get(key)
+                        if client is None:
+                            client = _LOCAL_CLIENTS[key] = qdrant.QdrantClient(path=key)
+                    self._client = client
+                elif remote:
+                    self._client = qdrant.QdrantClient(
+                        url=self.url,
+                        host=self.host,
+                        port=self.port or 6333,
+                        location=self.location,
+                        api_key=secret_value(self.api_key) or os.environ.get("QDRANT_API_KEY"),
+                        timeout=int(self.timeout) if self.timeout else None,
+                    )
+                else:
+                    self._client = qdrant.QdrantClient(location=":memory:")
+            except Exception as exc:
+                raise VectorStoreError(
+                    f"cannot open Qdrant at {self._where()}: {type(exc).__name__}: {exc}"
+                ) from exc
+        return self._client
+
+    @property
+    def _models(self) -> Any:
+        return _qdrant(type(self).__name__).models
+
+    # -- collections ---------------------------------------------------------------------
+    def list_collections(self) -> list[str]:
+        """The collection names, sorted."""
+        return sorted(c.name for c in self.client.get_collections().collections)
+
+    def _dimension(self, name: str) -> int | None:
+        if name in self._dims:
+            return self._dims[name]
+        if not self.client.collection_exists(name):
+            return None
+        vectors = self.client.get_collection(name).config.params.vectors
+        size = getattr(vectors, "size", None)
+        if size is not None:
+            self._dims[name] = int(size)
+        return size
+
+    def _create(self, name: str, size: int) -> None:
+        models = self._models
+        try:
+            if not self.client.collection_exists(name):
+                self.client.create_collection(
+                    name,
+                    vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE),
+                )
+        except Exception as exc:
+            if not self.client.collection_exists(name):  # not a lost race: a real failure
+                raise VectorStoreError(f"cannot create collection {name!r}: {exc}") from exc
+        self._dims[name] = self._dimension(name) or size
+
+    def create_collection_if_not_exists(self, name: str, **kwargs: Any) -> None:
+        """Create collection ``name`` unless it exists; ``dimension=`` sets its vector size."""
+        if self._dimension(name) is None:
+            self._create(name, self._dimension_for_new(kwargs))
+
+    def delete_collection(self, name: str) -> None:
+        """Delete collection ``name`` and its documents."""
+        if not self.client.collection_exists(name):
+            raise missing_collection(name, f"Qdrant at {self._where()}", self.list_collections())
+        self.client.delete_collection(name)
+        self._dims.pop(name, None)
+
+    def _existing(self, name: str) -> int:
+        size = self._dimension(name)
+        if size is None:
+            raise missing_collection(name, f"Qdrant at {self._where()}", self.list_collections())
+        return size
+
+    def close(self) -> None:
+        """Forget the client (embedded clients stay open for the process's other stores)."""
+        if self._client is not None and (self.url or self.host):
+            self._client.close()
+        self._client = None
+
+    # -- writing ---------------------------------------------------------------------------
+    def _point(self, doc: Document) -> Any:
+        doc_id = str(doc.id)
+        return self._models.PointStruct(
+            id=point_id(doc_id),
+            vector=list(doc.embedding or []),
+            payload={"doc_id": doc_id, "content": doc.content, "metadata": dict(doc.metadata)},
+        )
+
+    def _add_embedding(
+        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
+    ) -> list[str]:
+        name = self._name(collection_name)
+        if not documents:
+            return []
+        size = self._dimension(name)
+        if size is None and not kwargs.get("auto_create_collection", self.auto_create_collection):
+            raise missing_collection(name, f"Qdrant at {self._where()}", self.list_collections())
+        size = check_vectors(documents, size, name)
+        if self._dimension(name) is None:
+            self._create(name, size)
+        docs = [d if d.id else d.model_copy(update={"id": new_id()}) for d in documents]
+        for part in chunks(docs, _BATCH):
+            self.client.upsert(name, points=[self._point(d) for d in part])
+        return [str(d.id) for d in docs]
+
+    def _update_embedding(
+        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
+    ) -> None:
+        name = self._name(collection_name)
+        size = self._existing(name)
+        ids = [str(d.id) for d in documents]
+        stored = {
+            p.payload["doc_id"]: p
+            for p in self.client.retrieve(
+                name, ids=[point_id(i) for i in ids], with_payload=True, with_vectors=True
+            )
+        }
+        missing = [i for i in ids if i not in stored]
+        if missing:
+            raise VectorStoreError(f"cannot update {missing}: not in collection {name!r}")
+        full = [
+            d
+            if d.embedding is not None
+            else d.model_copy(update={"embedding": list(stored[str(d.id)].vector)})
+            for d in documents
+        ]
+        check_vectors(full, size, name)
+        self.client.upsert(name, points=[self._point(d) for d in full])
+
+    # -- reading ---------------------------------------------------------------------------
+    @staticmethod
+    def _document(point: Any, score: float | None = None) -> Document:
+        payload = point.payload or {}
+        return Document(
+            id=str(payload.get("doc_id", point.id)),
+            content=str(payload.get("content", "")),
+            metadata=dict(payload.get("metadata") or {}),
+            score=score,
+        )
+
+    def get(
+        self,
+        ids: str | list[str] | None = None,
+        collection_name: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int | None = 100,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Stored documents by id and/or filter (see ``BaseVectorStore.get``)."""
+        where = where_of(filters, kwargs)
+        name = self._name(collection_name)
+        self._existing(name)
+        wanted = wanted_ids(ids)
+        if wanted is not None:
+            if not wanted:
+                return []
+            points = self.client.retrieve(
+                name, ids=[point_id(i) for i in wanted], with_payload=True
+            )
+            return kept(in_order([self._document(p) for p in points], wanted), where)
+        found: list[Document] = []
+        qfilter = to_qdrant_filter(where, self._models)
+        offset = None
+        while limit is None or len(found) < limit:
+            page = _BATCH if limit is None else min(_BATCH, limit - len(found))
+            points, offset = self.client.scroll(
+                name, scroll_filter=qfilter, limit=page, offset=offset, with_payload=True
+            )
+            found.extend(kept([self._document(p) for p in points], where))
+            if offset is None:
+                break
+        return found if limit is None else found[:limit]
+
+    def delete(
+        self,
+        ids: str | list[str] | None = None,
+        collection_name: str | None = None,
+        filters: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remove documents by id and/or filter; with neither, all of the collection."""
+        where = where_of(filters, kwargs)
+        name = self._name(collection_name)
+        self._existing(name)
+        wanted = wanted_ids(ids)
+        if wanted is not None and where is None:
+            if wanted:
+                points = self._models.PointIdsList(points=[point_id(i) for i in wanted])
+                self.client.delete(name, points_selector=points)
+            return
+        victims = [
+            d.id
+            for d in self.get(
+                ids=wanted, collection_name=name, filters=filters, limit=None, **kwargs
+            )
+        ]
+        for part in chunks([point_id(str(i)) for i in victims], _BATCH):
+            self.client.delete(name, points_selector=self._models.PointIdsList(points=list(part)))
+
+    def _query_embedding(
+        self,
+        embedding: list[float],
+        limit: int = 10,
+        collection_name: str | None = None,
+        filters: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        where = where_of(filters, kwargs)
+        name = self._name(collection_name)
+        size = self._dimension(name)
+        if size is None:
+            if not kwargs.get("auto_create_collection", self.auto_create_collection):
+                raise missing_collection(
+                    name, f"Qdrant at {self._where()}", self.list_collections()
+                )
+            self._create(name, len(embedding))
+            return []
+        check_query_dimension(embedding, size, name)
+        if limit <= 0:
+            return []
+        found = self.client.query_points(
+            name,
+            query=list(embedding),
+            query_filter=to_qdrant_filter(where, self._models),
+            limit=limit,
+            with_payload=True,
+        ).points
+        return kept([self._document(p, float(p.score)) for p in found], where)
