@@ -39,6 +39,9 @@
      |                               waited (in-flight gate, drain): the wait gave up
      +-- ClusterError                the local standalone cluster could not be started,
      |                               reached or stopped, or a job submission failed
+     +-- CassetteError               a test cassette cannot be read or written
+     |    +-- CassetteMismatchError  a call has no recording in the cassette (replay mode);
+     |                               the message shows the diff to the closest recording
      +-- CommandError                the ``flink-agents`` command ends with an error
           +-- UsageError             invoked wrongly (bad arguments, input): exit code 2
           +-- CommandFailure         invoked rightly, but the work failed: exit code 1
@@ -498,6 +501,16 @@ class JavaBridgeError(RuntimeFailure):
 class ClusterError(FlinkAgentsError, RuntimeError):
     """The local standalone cluster could not be started, reached or stopped, or a job
     submission failed (see :mod:`flink_agents.ops.cluster`)."""
+
+
+class CassetteError(FlinkAgentsError):
+    """A test cassette (:mod:`flink_agents.testing.cassette`) is missing, malformed or
+    cannot be written; the message names the file and how to fix it."""
+
+
+class CassetteMismatchError(CassetteError, AssertionError):
+    """In replay mode, a model, embedding or tool call that the cassette has no recording
+    of; the message shows the diff to the closest recorded request."""
 
 
 class CommandError(FlinkAgentsError):

@@ -17,7 +17,8 @@ from typing import Any
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
 from flink_agents.api.runner_context import RunnerContext
-from tests.flink.agents import finalized_outputs, submit_until_failed
+from flink_agents.testing.minicluster import committed_records
+from tests.flink.agents import submit_until_failed
 
 
 def _log(path: str, entry: dict[str, Any]) -> None:
@@ -47,7 +48,7 @@ async def pay(event: Event, ctx: RunnerContext) -> None:
     if not os.path.exists(marker) and os.path.exists(calls_file):
         with open(calls_file, encoding="utf-8") as fh:
             started = [json.loads(line)["t"] for line in fh if line.strip()]
-        committed = finalized_outputs(config.get("test.out_dir"))
+        committed = committed_records(config.get("test.out_dir"))
         if started and any(o.get("t0", 0) > started[0] for o in committed):
             with open(marker, "w", encoding="utf-8") as fh:
                 fh.write(f"failed at {now}\n")

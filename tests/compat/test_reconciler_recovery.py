@@ -16,6 +16,7 @@ from pyflink.datastream.connectors.file_system import FileSink, RollingPolicy
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.testing.minicluster import committed_records
 from tests.compat import recovery_agents
 from tests.flink.harness import MODE
 
@@ -72,7 +73,7 @@ def test_reconciler_answers_for_a_call_interrupted_by_a_failure(tmp_path) -> Non
     agents_env.execute("reconciler after a restore")
 
     assert marker.exists(), "the injected failure did not happen"
-    outputs = recovery_agents.finalized_outputs(str(out_dir))
+    outputs = committed_records(str(out_dir))
     assert sorted(o["i"] for o in outputs) == list(range(TICKS + 1))
     calls_made = [json.loads(line)["call"] for line in calls.read_text().splitlines()]
     print(f"\n[{MODE}] durable call log: {calls_made}")

@@ -94,7 +94,8 @@ def test_quickstart_agents_and_unified_events_run_on_a_minicluster(tmp_path, mon
     from pyflink.common import Configuration, Types
     from pyflink.datastream import StreamExecutionEnvironment
 
-    from tests.flink.harness import MODE, collect
+    from flink_agents.testing.minicluster import collect
+    from tests.flink.harness import MODE
 
     _write_conf(tmp_path)
     env = StreamExecutionEnvironment.get_execution_environment(Configuration())

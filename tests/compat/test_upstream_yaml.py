@@ -146,7 +146,8 @@ def test_yaml_quickstarts_run_on_a_minicluster():
     from pyflink.common import Configuration, Types
     from pyflink.datastream import StreamExecutionEnvironment
 
-    from tests.flink.harness import MODE, collect
+    from flink_agents.testing.minicluster import collect
+    from tests.flink.harness import MODE
 
     env = StreamExecutionEnvironment.get_execution_environment(Configuration())
     env.set_parallelism(1)

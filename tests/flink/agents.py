@@ -20,6 +20,7 @@ from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEve
 from flink_agents.api.events.event import ErrorEvent, InputEvent, OutputEvent
 from flink_agents.api.resource import Resource, ResourceDescriptor, ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.testing.minicluster import committed_records
 from flink_agents.testing.scripted_chat_model import (
     ScriptedChatModelConnection,
     ScriptedChatModelSetup,
@@ -181,34 +182,6 @@ def picky_agent(strategy: ErrorHandlingStrategy, latency: float = 0.0) -> Agent:
 
 
 # -- recovery: fails once, after some outputs were committed by a checkpoint --------------------
-def finalized_lines(out_dir: str, *, skip_unreadable: bool = False) -> list[list[str]]:
-    """The lines of each of a FileSink's finalized part files (in-progress ones start with
-    '.'); ``skip_unreadable``: a file that cannot be read is left out (for reads while the
-    job runs)."""
-    found = []
-    for root, _, files in os.walk(out_dir):
-        for name in files:
-            if name.startswith("."):
-                continue
-            try:
-                with open(os.path.join(root, name), encoding="utf-8") as fh:
-                    found.append([line.strip() for line in fh if line.strip()])
-            except OSError:
-                if not skip_unreadable:
-                    raise
-    return found
-
-
-def finalized_files(out_dir: str) -> list[list[dict[str, Any]]]:
-    """Records of each of the FileSink's finalized part files."""
-    return [[json.loads(line) for line in part] for part in finalized_lines(out_dir)]
-
-
-def finalized_outputs(out_dir: str) -> list[dict[str, Any]]:
-    """Records in the FileSink's finalized part files."""
-    return [record for part in finalized_files(out_dir) for record in part]
-
-
 def flaky(event: InputEvent, ctx: RunnerContext) -> None:
     """Counts inputs per key in memory. Fails once: on the first input from ``test.fail_at``
     on that finds outputs committed by the sink (a completed checkpoint), recording which
@@ -216,7 +189,7 @@ def flaky(event: InputEvent, ctx: RunnerContext) -> None:
     record = event.input
     marker = ctx.config.get("test.marker")
     if record["i"] >= ctx.config.get("test.fail_at") and not os.path.exists(marker):
-        committed = finalized_outputs(ctx.config.get("test.out_dir"))
+        committed = committed_records(ctx.config.get("test.out_dir"))
         if committed:
             with open(marker + ".committed", "w", encoding="utf-8") as fh:
                 json.dump(sorted(o["i"] for o in committed), fh)
@@ -313,7 +286,7 @@ def _tick_committed_after(out_dir: str, since: float) -> bool:
     """Whether a finalized part file holds a tick that the operator processed after
     ``since``: the checkpoint that committed it had its barrier after that tick."""
     try:
-        outputs = finalized_outputs(out_dir)
+        outputs = committed_records(out_dir)
     except OSError:  # a part file renamed while reading
         return False
     return any(o.get("kind") == "tick" and o["t0"] > since for o in outputs)

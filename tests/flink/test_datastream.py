@@ -16,16 +16,9 @@ from pyflink.datastream.functions import ProcessWindowFunction
 from pyflink.datastream.window import TumblingEventTimeWindows
 
 from flink_agents.runtime.flink import fast_paths
+from flink_agents.testing.minicluster import collect, local_outputs, make_env, source
 from tests.flink import agents
-from tests.flink.harness import (
-    MODE,
-    collect,
-    local_outputs,
-    make_env,
-    source,
-    stamped,
-    with_timestamps,
-)
+from tests.flink.harness import MODE, stamped, with_timestamps
 
 pytestmark = pytest.mark.flink
 

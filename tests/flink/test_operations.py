@@ -17,8 +17,8 @@ import pytest
 
 from flink_agents.ops import jobs
 from flink_agents.ops.cluster import cluster_status
+from flink_agents.testing.minicluster import committed_records
 from tests.cli.test_cli import cli
-from tests.flink import agents
 from tests.flink.harness import MODE
 
 pytestmark = pytest.mark.flink
@@ -89,7 +89,7 @@ def _calls(tmp: Path) -> list[int]:
 
 def _outputs(tmp: Path) -> list[dict[str, Any]]:
     try:
-        return agents.finalized_outputs(str(tmp / "out"))
+        return committed_records(str(tmp / "out"))
     except (OSError, ValueError):  # a part file renamed or written while reading
         return []
 

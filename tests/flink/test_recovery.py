@@ -21,6 +21,11 @@ from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.java_gateway import get_gateway
 
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.testing.minicluster import (
+    committed_lines,
+    committed_records,
+    exactly_once_sink,
+)
 from tests.flink import agents
 from tests.flink.harness import MODE
 
@@ -53,6 +58,11 @@ class _SlowRecords(MapFunction):
         with open(self._log_file, "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"n": n, "t": time.time(), "attempt": self._attempt}) + "\n")
         return {"key": f"k{n % KEYS}", "i": n}
+
+
+def _committed_parts(out_dir: Any) -> list[list[dict]]:
+    """The records of each committed part file (files of different attempts have no order)."""
+    return [[json.loads(line) for line in part] for part in committed_lines(out_dir)]
 
 
 #: Slack for the time between a model call's log line and its durable record (seconds).
@@ -109,15 +119,6 @@ def _restartable_env(
     return env, agents_env
 
 
-def _sink_exactly_once(out: Any, out_dir: Any) -> None:
-    """Outputs as JSON lines to a FileSink that commits on checkpoints."""
-    out.map(json.dumps, output_type=Types.STRING()).sink_to(
-        FileSink.for_row_format(str(out_dir), Encoder.simple_string_encoder())
-        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
-        .build()
-    )
-
-
 # RocksDB (incremental checkpoints) for the main scenario only: the other test's point, the
 # barrier hook, does not depend on the backend, and each run costs a job restart.
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
@@ -149,17 +150,17 @@ def test_failure_and_restart_lose_nothing_and_repeat_no_committed_call(tmp_path,
         .apply(agents.recovery_agent(latency=0.05))
         .to_datastream()
     )
-    _sink_exactly_once(out, out_dir)
+    exactly_once_sink(out, out_dir)
     agents_env.execute("recovery")
 
     assert marker.exists(), "the injected failure did not happen"
-    outputs = agents.finalized_outputs(str(out_dir))
+    outputs = committed_records(str(out_dir))
     # No lost input, no output twice.
     assert sorted(o["i"] for o in outputs) == list(range(N))
     # Memory survived the restart exactly: the n-th input of a key saw count n.
     assert all(o["count"] == o["i"] // KEYS + 1 for o in outputs), outputs
     # Per-key order within each part file (files of different attempts have no order).
-    for part in agents.finalized_files(str(out_dir)):
+    for part in _committed_parts(out_dir):
         per_key: dict[str, list[int]] = {}
         for o in part:
             per_key.setdefault(o["key"], []).append(o["i"])
@@ -240,12 +241,12 @@ def test_call_completed_before_a_checkpoint_is_not_repeated_after_a_restore(tmp_
         .apply(agents.call_once_agent())
         .to_datastream()
     )
-    _sink_exactly_once(out, out_dir)
+    exactly_once_sink(out, out_dir)
     agents_env.execute("durable call before a checkpoint")
 
     assert marker.exists(), "the injected failure did not happen"
     assert not (tmp_path / "failed.no-checkpoint").exists(), "no checkpoint after the call"
-    outputs = agents.finalized_outputs(str(out_dir))
+    outputs = committed_records(str(out_dir))
     assert sorted(o["i"] for o in outputs) == list(range(WARMUPS + TICKS + 1))
     lines = [json.loads(line) for line in calls.read_text().splitlines()]
     print(f"\n[{MODE}] calls of the durable call: {len(lines)}")
@@ -259,7 +260,7 @@ ROWS_PER_SECOND = 25
 
 def _committed_lines(out_dir: str) -> list[str]:
     """Lines of a FileSink's finalized part files, read while the job runs."""
-    return [line for part in agents.finalized_lines(out_dir, skip_unreadable=True) for line in part]
+    return [line for part in committed_lines(out_dir, skip_unreadable=True) for line in part]
 
 
 class _FailAfterFirstCheckpoint(MapFunction):
@@ -336,14 +337,14 @@ def test_key_in_flight_at_the_restored_checkpoint_resumes_with_its_call_record(t
         .apply(agents.submit_or_echo_agent())
         .to_datastream()
     )
-    _sink_exactly_once(out, out_dir)
+    exactly_once_sink(out, out_dir)
     agents_env.configure_workers()
     client = env.execute_async("a key in flight at the restored checkpoint")
     try:
         # Until the call's output is committed after the restore (or the deadline).
         deadline = time.time() + 90
         while time.time() < deadline and not any(
-            o["kind"] == "call" for o in agents.finalized_outputs(str(out_dir))
+            o["kind"] == "call" for o in committed_records(str(out_dir))
         ):
             time.sleep(0.2)
     finally:
@@ -354,7 +355,7 @@ def test_key_in_flight_at_the_restored_checkpoint_resumes_with_its_call_record(t
         client.get_job_execution_result().result()
 
     assert marker.exists(), "the injected failure did not happen"
-    outputs = agents.finalized_outputs(str(out_dir))
+    outputs = committed_records(str(out_dir))
     calls_made = [json.loads(line)["call"] for line in calls.read_text().splitlines()]
     print(f"\n[{MODE}] durable call log: {calls_made}")
     assert [o["result"] for o in outputs if o["kind"] == "call"] == ["reconciled-0"]

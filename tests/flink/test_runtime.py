@@ -17,8 +17,9 @@ from pyflink.datastream import MapFunction, StreamExecutionEnvironment
 from flink_agents.api.core_options import ErrorHandlingStrategy
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.runtime.flink import environment
+from flink_agents.testing.minicluster import collect, make_env, source
 from tests.flink import agents
-from tests.flink.harness import MODE, collect, make_env, source
+from tests.flink.harness import MODE
 
 pytestmark = pytest.mark.flink
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from tests.flink.harness import MODE, collect, make_env, source
+from flink_agents.testing.minicluster import collect, make_env, source
+from tests.flink.harness import MODE
 from tests.runtime import timeout_agents
 
 pytestmark = pytest.mark.flink

@@ -17,7 +17,7 @@ if ROOT not in sys.path:
 
 
 def main(release: str, log_dir: str) -> None:
-    from tests.flink.harness import make_env, source
+    from flink_agents.testing.minicluster import make_env, source
     from tests.observability.agents import tool_agent
 
     env, agents_env = make_env(**{"event-log.enabled": True, "baseLogDir": log_dir})

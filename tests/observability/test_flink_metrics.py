@@ -35,7 +35,8 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
     from pyflink.datastream import StreamExecutionEnvironment
 
     from flink_agents.api.execution_environment import AgentsExecutionEnvironment
-    from tests.flink.harness import MODE, source
+    from flink_agents.testing.minicluster import source
+    from tests.flink.harness import MODE
 
     port = free_port()
     conf = Configuration()

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.flink.harness import collect, local_outputs, make_env, source
+from flink_agents.testing.minicluster import collect, local_outputs, make_env, source
 from tests.runtime import behaviour_agents as ba
 
 pytestmark = pytest.mark.flink

@@ -293,7 +293,7 @@ def test_runs_offline_and_persists_across_a_restart(tmp_path):
 def test_long_term_memory_in_a_flink_job(tmp_path):
     """One MiniCluster job: per key, facts are added and then searched (keys run
     concurrently, each in input order); a new process (a restarted job) finds them."""
-    from tests.flink.harness import collect, make_env, source
+    from flink_agents.testing.minicluster import collect, make_env, source
 
     records = [
         {"key": "alice", "ops": [["add", {"items": "Alice's favourite fruit is watermelon"}]]},

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from flink_agents.runtime.flink.sql import sql_session
+from flink_agents.testing.minicluster import make_env
 from flink_agents.testing.servers import (
     Reply,
     Request,
     ScriptedServer,
     openai_reply,
 )
-from tests.flink.harness import make_env
 
 pytestmark = pytest.mark.flink
 
