@@ -56,9 +56,9 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelSetup,
 )
 from flink_agents.ops import jobs
+from flink_agents.testing.ports import free_port
 from flink_agents.testing.servers import QuotaServer
 from tests.integrations.agents import ChatAgent
-from tests.ports import free_port
 
 
 def _question(n: int) -> str:
