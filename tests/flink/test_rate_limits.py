@@ -15,8 +15,9 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelConnection,
     OpenAIChatModelSetup,
 )
+from flink_agents.testing.minicluster import collect, make_env
 from flink_agents.testing.servers import OpenAIServer, QuotaServer
-from tests.flink.harness import MODE, collect, make_env
+from tests.flink.harness import MODE
 from tests.integrations.agents import ChatAgent
 
 pytestmark = pytest.mark.flink
@@ -79,3 +80,32 @@ def test_a_key_over_its_budget_is_handled_by_the_error_strategy_and_others_go_on
     assert len(results) == 7 and calls == 6
     assert len(refused) == 1 and refused[0]["type"] == "BudgetExhaustedError"
     assert "key 'a' used 54 of its 40 tokens" in refused[0]["error"]
+
+
+def test_a_keys_budget_count_survives_a_failure_and_restore() -> None:
+    from flink_agents.testing.run import run_agent
+
+    # 40 tokens a day for key a, 18 a call: its third call crosses the budget and the
+    # fourth is refused. The job fails once after the first two inputs (their count
+    # committed and checkpointed) and restarts from that checkpoint: the fourth input is
+    # refused only if the count survived the restore.
+    inputs = ["a q0", "a q1", "a q2", "a q3", "b q0"]
+    with OpenAIServer(["ok"]) as server:
+        run = run_agent(
+            _agent(server.base_url),
+            inputs,
+            key=lambda r: r.split()[0],
+            mode=MODE,
+            config={"budget.tokens-per-key-per-day": 40, "error-handling-strategy": "ignore"},
+            fail_after=2,
+        )
+        calls = len(server.chat_requests)
+    outputs = run.outputs
+    print(f"\n[{MODE}] budget across a restore: {calls} calls, failures {run.failures}")
+    assert run.failures == 1
+    assert ["content" in o for o in outputs["a"]] == [True, True, True, False]
+    assert outputs["a"][3]["type"] == "BudgetExhaustedError"
+    assert "used 54 of its 40 tokens" in outputs["a"][3]["error"]
+    assert ["content" in o for o in outputs["b"]] == [True]
+    # Calls of runs committed before the restored checkpoint were not made again.
+    assert calls == 4
