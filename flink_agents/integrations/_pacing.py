@@ -9,12 +9,14 @@ Every attempt of a model call (the first one and each retry) passes a connection
   tells the connection (:class:`~flink_agents.api.resource.ResourcePlacement`; 1 in the
   local environment).
 - **Pacing, not rejection.** Requests and tokens are paced by a token bucket in its virtual
-  time form (GCRA with costs: :class:`_Pacer`): an attempt reserves its start time and waits
-  for it with ``asyncio.sleep`` (``time.sleep`` in a sync ``chat``), holding no thread and
-  blocking no other call. The bucket holds :data:`BURST_SECONDS` (a quarter of a second)
-  of a limit: providers enforce per-minute quotas over short windows (about a second), and
-  what their own bucket keeps in hand absorbs the jitter between our send and its arrival. Tokens
-  (prompt + completion) are estimated before the call (:func:`estimate_prompt_tokens`, a
+  time form (GCRA with costs: :class:`_Pacer`). Attempts that hold a place wait for their
+  start in FIFO order; the first one sleeps (``asyncio.sleep``, ``time.sleep`` in a sync
+  ``chat``) until the buckets let it go, re-reading them at least every 0.1 s, then hands
+  its turn on: no thread is held, no other call blocked, and nothing reserved in advance.
+  A bucket holds :data:`BURST_SECONDS` (a quarter of a second) of a limit: providers
+  enforce per-minute quotas over short windows (about a second), and what their own bucket
+  keeps in hand absorbs the jitter between our send and its arrival. Tokens (prompt +
+  completion) are estimated when the attempt starts (:func:`estimate_prompt_tokens`, a
   learned prompt ratio and completion size) and corrected from the reply's usage.
 - **Adaptive concurrency and rate.** A throttling answer (429, Anthropic's 529, Ollama's
   busy 503, Bedrock's ``ThrottlingException``...: ``CallFailure.throttled``) pauses the
@@ -84,7 +86,8 @@ SLOW_START = 4
 MIN_RATE = 1.0 / 60.0
 #: Longest connection-wide pause a server's answer may ask for (seconds).
 MAX_PAUSE = 600.0
-#: Longest sleep of a reservation while token refunds may move it earlier (seconds).
+#: Longest sleep of the attempt first in line before it reads the pacers again (a refund, a
+#: pause or a lower rate may have changed its start), in seconds.
 RESCHEDULE_SLICE = 0.1
 #: Completion tokens assumed for a chat call before any reply told better.
 COMPLETION_GUESS = 256
@@ -99,13 +102,11 @@ class _Pacer:
     when the bucket holds it; a larger one when the bucket is full (it then owes the rest,
     which delays the next). Not thread safe (the governor holds its lock)."""
 
-    __slots__ = ("rate", "shift", "tat")
+    __slots__ = ("rate", "tat")
 
     def __init__(self, rate: float | None) -> None:
         self.rate = rate
         self.tat = -math.inf
-        #: Seconds refunds moved the schedule earlier, in all (see :meth:`adjust`).
-        self.shift = 0.0
 
     def earliest(self, cost: float) -> float:
         """The earliest start for ``cost`` (``-inf``: at once; no rate: at once)."""
@@ -120,18 +121,11 @@ class _Pacer:
             self.tat = max(self.tat, start) + cost / self.rate
 
     def adjust(self, cost: float, now: float) -> None:
-        """Take ``cost`` more (a usage above its estimate) or give it back (below). A
-        refund moves the schedule earlier: it adds to :attr:`shift`, by which waiting
-        reservations (all after the refunded one: reservations are in order) start earlier."""
+        """Take ``cost`` more (a usage above its estimate) or give it back (below)."""
         if self.rate and cost:
             tat = self.tat + cost / self.rate
-            if cost > 0:
-                self.tat = tat
-                return
             # A refund never makes the bucket fuller than full.
-            moved = self.tat - max(tat, min(self.tat, now))
-            self.tat -= moved
-            self.shift += moved
+            self.tat = max(tat, min(self.tat, now)) if cost < 0 else tat
 
 
 # -- slots: a semaphore with a changing limit, for any thread and loop ----------------------------
@@ -222,17 +216,6 @@ class _Slots:
 
 
 # -- the governor ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Reservation:
-    """A start time taken from the pacers: ``start`` as reserved, ``floor`` what requests
-    and pauses allow, the token pacer's ``shift`` and the governor's generation then."""
-
-    start: float
-    floor: float
-    shift: float
-    generation: int
 
 
 @dataclass
@@ -349,8 +332,8 @@ class Governor:
         #: Requests per second a learned rate rises per second while it binds.
         self._probe_step: float | None = None
         self._step_sound = False
-        #: Bumped when the rate is lowered: reservations made before are made again.
-        self._generation = 0
+        #: Attempts waiting for their start, FIFO (the first one waits on the clock).
+        self._queue: collections.deque[Any] = collections.deque()
         self._used = _Window(60.0)
         self._prompt_ratio = 1.0
         self._completion = float(completion_guess)
@@ -376,42 +359,128 @@ class Governor:
         return max(1, round(prompt_estimate * self._prompt_ratio + self._completion))
 
     # -- acquiring -----------------------------------------------------------------------------
-    def _still_valid(self, generation: int) -> bool:
-        """Whether a reservation made in ``generation`` still holds after its wait: not when
-        the rate was lowered since (made at the old rate) or a pause runs (throttled)."""
-        return generation == self._generation and self.pause_until <= self.clock()
+    # -- the start queue -------------------------------------------------------------------
+    # Attempts that hold a place wait for their start in FIFO order. Only the head of the
+    # queue waits on the clock, re-reading the pacers every RESCHEDULE_SLICE at most: a
+    # token refund, a pause or a lower rate applies to it at once, and nothing is reserved
+    # in advance (a reservation made at an overestimate would keep the calls behind it
+    # late). The head commits its start to the pacers when it goes and hands the head on.
 
-    def _reserve(self, tokens: int) -> _Reservation:
-        """Reserve a start time for one request of ``tokens`` (under the lock)."""
-        now = self.clock()
-        floor = max(now, self.pause_until, self._requests.earliest(1))
-        start = max(floor, self._tokens.earliest(tokens))
+    def _earliest(self, tokens: int) -> float:
+        """When an attempt of ``tokens`` may start (under the lock)."""
+        return max(self.pause_until, self._requests.earliest(1), self._tokens.earliest(tokens))
+
+    def _commit(self, start: float, tokens: int) -> None:
+        """An attempt of ``tokens`` starts at ``start`` (under the lock)."""
         self._requests.commit(start, 1)
         self._tokens.commit(start, tokens)
-        if start > now:
-            self._last_paced = now
-        return _Reservation(start, floor, self._tokens.shift, self._generation)
 
-    def _delay(self, reservation: _Reservation) -> float:
-        """Seconds until ``reservation`` may start: token refunds since it was made move it
-        earlier, never before what requests and pauses allow."""
-        moved = self._tokens.shift - reservation.shift
-        start = max(reservation.floor, reservation.start - moved)
-        return start - self.clock()
+    def _try_start(self, raw: int, taken: list[int]) -> float:
+        """Start now if the pacers allow (then 0; ``taken`` gets the tokens reserved), else
+        the seconds to wait (under the lock). The tokens are estimated at the start, from
+        what replies have told so far (not when the attempt began to wait)."""
+        now = self.clock()
+        tokens = self.estimate(raw) if self._tokens.rate else 0
+        delay = self._earliest(tokens) - now
+        if delay <= 0:
+            self._commit(now, tokens)
+            taken.append(tokens)
+            return 0.0
+        self._last_paced = now
+        return delay
 
-    def _slice(self, delay: float) -> float:
-        """How long to sleep of ``delay``: in slices when token refunds may move the start."""
-        return min(delay, RESCHEDULE_SLICE) if self._tokens.rate else delay
+    def _leave_queue(self, entry: Any) -> Any:
+        """Remove ``entry``; returns the waiter to wake when it was the head (under the
+        lock; the caller wakes it after letting the lock go)."""
+        queue = self._queue
+        if queue and queue[0] is entry:
+            queue.popleft()
+            return queue[0] if queue else None
+        try:
+            queue.remove(entry)
+        except ValueError:
+            pass
+        return None
 
-    def _enter(self, prompt_estimate: int | None) -> tuple[float, int, int]:
-        raw = max(0, int(prompt_estimate or 0))
+    @staticmethod
+    def _wake(waiter: Any) -> None:
+        """Tell the next waiter it is the head now."""
+        if waiter is None:
+            return
+        if isinstance(waiter, threading.Event):
+            waiter.set()
+            return
+        loop, turn = waiter
+        try:
+            loop.call_soon_threadsafe(_set_turn, turn)
+        except RuntimeError:  # its loop is closed: the waiter is gone with it
+            pass
+
+    async def _start(self, raw: int) -> int:
+        """Wait (on the loop) for this attempt's turn and start time, then start; returns
+        the tokens reserved."""
+        loop = asyncio.get_running_loop()
+        taken: list[int] = []
+        with self._lock:
+            if not self._queue and self._try_start(raw, taken) == 0:
+                return taken[0]
+            entry = (loop, loop.create_future())
+            self._queue.append(entry)
+            head = self._queue[0] is entry
+        nxt = None
+        try:
+            if not head:
+                await entry[1]
+            while True:
+                with self._lock:
+                    delay = self._try_start(raw, taken)
+                    if delay == 0:
+                        nxt = self._leave_queue(entry)
+                        break
+                await asyncio.sleep(min(delay, RESCHEDULE_SLICE))
+        except BaseException:
+            with self._lock:
+                nxt = self._leave_queue(entry)
+            self._wake(nxt)
+            raise
+        self._wake(nxt)
+        return taken[0]
+
+    def _start_sync(self, raw: int) -> int:
+        """:meth:`_start` for a blocking caller."""
+        taken: list[int] = []
+        with self._lock:
+            if not self._queue and self._try_start(raw, taken) == 0:
+                return taken[0]
+            entry = threading.Event()
+            self._queue.append(entry)
+            if self._queue[0] is entry:
+                entry.set()
+        nxt = None
+        try:
+            entry.wait()
+            while True:
+                with self._lock:
+                    delay = self._try_start(raw, taken)
+                    if delay == 0:
+                        nxt = self._leave_queue(entry)
+                        break
+                time.sleep(min(delay, RESCHEDULE_SLICE))
+        except BaseException:
+            with self._lock:
+                nxt = self._leave_queue(entry)
+            self._wake(nxt)
+            raise
+        self._wake(nxt)
+        return taken[0]
+
+    def _enter(self) -> float:
         with self._lock:
             self.waiting += 1
-            tokens = self.estimate(raw) if self._tokens.rate else 0
         self._publish_waiting()
-        return self.clock(), raw, tokens
+        return self.clock()
 
-    def _leave(self, since: float, raw: int, tokens: int) -> Permit:
+    def _leave(self, since: float) -> float:
         now = self.clock()
         with self._lock:
             self.waiting -= 1
@@ -421,7 +490,7 @@ class Governor:
             self._metrics.wait_ms.update(round(waited * 1000.0, 1))
             if waited > 0.001:
                 self._metrics.paced.inc()
-        return Permit(started=now, waited=waited, prompt_estimate=raw, tokens=tokens)
+        return waited
 
     async def acquire(self, prompt_estimate: int | None = None) -> Permit:
         """Wait (without blocking the loop) until an attempt may be sent.
@@ -429,48 +498,33 @@ class Governor:
         Args:
             prompt_estimate: the prompt's estimated tokens (:func:`estimate_prompt_tokens`).
         """
-        since, raw, tokens = self._enter(prompt_estimate)
+        raw = max(0, int(prompt_estimate or 0))
+        since = self._enter()
         try:
             await self._slots.acquire()
             try:
-                while True:
-                    with self._lock:
-                        reservation = self._reserve(tokens)
-                    slept = False
-                    while (delay := self._delay(reservation)) > 0:
-                        await asyncio.sleep(self._slice(delay))
-                        slept = True
-                    if not slept or self._still_valid(reservation.generation):
-                        break
-                    # Throttled meanwhile: queue again behind the pause, at the new rate.
+                tokens = await self._start(raw)
             except BaseException:
                 self._slots.release()
                 raise
         finally:
-            permit = self._leave(since, raw, tokens)
-        return permit
+            waited = self._leave(since)
+        return Permit(started=self.clock(), waited=waited, prompt_estimate=raw, tokens=tokens)
 
     def acquire_sync(self, prompt_estimate: int | None = None) -> Permit:
         """:meth:`acquire` for a blocking caller (a sync ``chat`` on a worker thread)."""
-        since, raw, tokens = self._enter(prompt_estimate)
+        raw = max(0, int(prompt_estimate or 0))
+        since = self._enter()
         try:
             self._slots.acquire_sync()
             try:
-                while True:
-                    with self._lock:
-                        reservation = self._reserve(tokens)
-                    slept = False
-                    while (delay := self._delay(reservation)) > 0:
-                        time.sleep(self._slice(delay))
-                        slept = True
-                    if not slept or self._still_valid(reservation.generation):
-                        break
+                tokens = self._start_sync(raw)
             except BaseException:
                 self._slots.release()
                 raise
         finally:
-            permit = self._leave(since, raw, tokens)
-        return permit
+            waited = self._leave(since)
+        return Permit(started=self.clock(), waited=waited, prompt_estimate=raw, tokens=tokens)
 
     # -- outcomes ------------------------------------------------------------------------------
     def succeeded(
@@ -599,8 +653,7 @@ class Governor:
                 self.learned_rate = learned
         rate = self._requests.rate = self.rate
         if rate:
-            # Reservations at the old rate are void; the bucket starts empty after the pause.
-            self._generation += 1
+            # The bucket starts empty after the pause: no burst at the new rate.
             self._requests.tat = max(now, self.pause_until) + BURST_SECONDS - 1.0 / rate
         self._last_probe = now
 
@@ -623,6 +676,11 @@ class Governor:
         metrics.rate.update(round(rate * 60.0, 1) if rate is not None else 0)
         metrics.tokens.update(self._used.trim(now))
         metrics.requests.update(self._accepted.trim(now))
+
+
+def _set_turn(turn: asyncio.Future[None]) -> None:
+    if not turn.done():
+        turn.set_result(None)
 
 
 # -- the settings every governed connection has ------------------------------------------------

@@ -39,11 +39,16 @@ class Clock:
 
 
 def _starts(governor: Governor, count: int, tokens: int = 0) -> list[float]:
+    """The starts of ``count`` attempts one after the other (each the head of the queue in
+    turn), relative to the clock, which does not move."""
     starts = []
     for _ in range(count):
         with governor._lock:
-            reservation = governor._reserve(tokens)
-        starts.append(round(reservation.start - governor.clock(), 6))
+            start = max(governor.clock(), governor._earliest(tokens))
+            governor._commit(start, tokens)
+            if start > governor.clock():
+                governor._last_paced = governor.clock()
+        starts.append(round(start - governor.clock(), 6))
     return starts
 
 
@@ -105,25 +110,38 @@ def test_declared_tokens_pace_by_the_estimate_and_are_corrected_from_usage():
     assert governor.estimate(20) > 20
 
 
-def test_token_refunds_move_waiting_reservations_earlier_but_not_past_the_request_rate():
+def test_token_refunds_let_the_next_call_go_earlier_but_not_past_the_request_rate():
     clock = Clock(0.0)
     governor = Governor(tokens_per_second=100.0, concurrency=100, completion_guess=100, clock=clock)
+    assert _starts(governor, 1, tokens=100) == [0.0]  # the bucket is full: at once
     with governor._lock:
-        first = governor._reserve(100)  # the bucket is full: at once, then 1 s owed
-        second = governor._reserve(100)
-    assert governor._delay(first) <= 0 and governor._delay(second) == pytest.approx(1.0)
-    # The first call used 20 of its 100 tokens: the second may go 0.8 s earlier.
+        assert governor._earliest(100) == pytest.approx(1.0)  # then 1 s owed
+    # The first call used 20 of its 100 tokens: the next may go 0.8 s earlier.
     governor._slots.in_use = 1
     permit = pacing.Permit(started=0.0, waited=0.0, prompt_estimate=0, tokens=100)
     governor.succeeded(permit, prompt_tokens=0, completion_tokens=20)
-    assert governor._delay(second) == pytest.approx(0.2)
-    # With a request rate too, a refund never moves a call before the request schedule.
+    with governor._lock:
+        assert governor._earliest(100) == pytest.approx(0.2)
+    # With a request rate too, a refund never lets a call go before the request schedule.
     paced = Governor(requests_per_second=1.0, tokens_per_second=100.0, concurrency=100, clock=clock)
-    with paced._lock:
-        paced._reserve(100)
-        later = paced._reserve(100)
+    _starts(paced, 1, tokens=100)
     paced._tokens.adjust(-100, now=0.0)
-    assert paced._delay(later) == pytest.approx(1.0)
+    with paced._lock:
+        assert paced._earliest(100) == pytest.approx(1.0)
+
+
+async def test_waiting_attempts_start_in_order_and_a_refund_applies_at_once():
+    governor = Governor(tokens_per_second=200.0, concurrency=100, completion_guess=0)
+    started: list[int] = []
+
+    async def attempt(i: int) -> None:
+        permit = await governor.acquire(40)  # 40 tokens: a 50-token bucket, 0.2 s apart
+        started.append(i)
+        governor.succeeded(permit, prompt_tokens=4, completion_tokens=0)  # used 4: refund
+
+    await asyncio.gather(*(attempt(i) for i in range(6)))
+    assert started == list(range(6))  # FIFO
+    assert governor.waiting == 0 and not governor._queue
 
 
 def test_share_of_the_job_wide_limit_comes_from_the_placement():
