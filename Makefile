@@ -1,6 +1,7 @@
 # One entry point for setup, tests and the demo. Every target creates/uses .venv.
 #   make demo   the review-analysis agent on a local Flink MiniCluster with the offline LLM
 #   make test   lint, types, the fast suite and the Flink suite (thread and process mode)
+#   make test-versions FLINK_VERSION=1.20.5   every suite against another supported PyFlink
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,16 +9,20 @@ STAMP := $(VENV)/.installed
 MODEL_STAMP := $(VENV)/.local-llm
 # Portable llama.cpp build (AVX2/FMA, no -march=native): same speed, runs on any x86-64 v3.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# The PyFlink of .venv: the newest supported (the flink extra allows 1.20-2.3; see
+# docs/flink-versions.md). Other versions run in venvs of their own: make test-versions.
+FLINK_NEWEST := 2.3.0
+FLINK_VERSION ?= 1.20.5
 
 .PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench dist clean browser stores docs docs-serve
+	java model demo bench dist clean browser stores docs docs-serve test-versions
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -e ".[dev,flink,chroma,mem0,providers,test-stores]"
+	$(PY) -m pip install -e ".[dev,flink,chroma,mem0,providers,test-stores]" "apache-flink==$(FLINK_NEWEST)"
 	touch $(STAMP)
 
 ## The test command (README, Getting started).
@@ -90,6 +95,12 @@ docs-serve: venv
 	$(PY) docs/gen_reference.py
 	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:8000
 
+## Every suite (fast, Flink thread, Flink process; on 1.20 also the upgrade to the newest)
+## against one supported PyFlink, in a venv of its own (.versions/flink-$(FLINK_VERSION))
+## made from the built wheel: tests/versions/run.py. CI runs it for each supported version.
+test-versions: venv
+	$(PY) tests/versions/run.py --flink $(FLINK_VERSION) --reuse
+
 ## The Java bridge jar (javac, no Maven), shipped in flink_agents/runtime/java/lib/. The
 ## editable install of `make venv` builds it too (setup.py); this target builds it again
 ## after a source change, with warnings as errors and the bridge's self test.
@@ -127,4 +138,4 @@ dist: venv
 	$(PY) -m build
 
 clean:
-	rm -rf $(VENV) build dist site *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info .versions

@@ -22,11 +22,18 @@ Throughput is measured inside the job, from the first input reaching the keyed o
 the last output leaving it (job start-up, 5-9 s here, is not counted): a pass-through map
 before and after the operator notes the times. Both pipelines have the same maps.
 
+With ``--flink-venv DIR`` (repeatable) it compares Flink versions instead: the baseline and
+the agent run in this interpreter and in each venv's (a venv with the package and another
+apache-flink, e.g. made by ``make test-versions``), every job in a child process of its
+own, alternating version by version; each version's agent throughput is reported as a
+share of its own baseline, and a version more than 10 points below the best is flagged.
+
 Usage::
 
     .venv/bin/python benchmarks/flink_host.py [--records 20000] [--keys 100]
         [--mode thread|process] [--concurrency-keys 2000] [--in-flight 16,64,256]
         [--repeat 3] [--observability] [--plot PATH [--plot-data FILE.json]]
+        [--flink-venv .versions/flink-1.20.5]
 
 ``--in-flight`` runs the concurrency job once per ``max-in-flight`` value (default: the
 option's default). ``--plot PATH`` writes a PNG of the figures (``benchmarks/plots.py``):
@@ -41,12 +48,18 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A job for --flink-venv (--single) puts the repository last: the venv's own flink_agents
+# (its installed wheel) comes first, only the benchmark's agent (tests/) from here.
+sys.path.insert(
+    len(sys.path) if "--single" in sys.argv else 0,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+)
 
 from pyflink.common import Configuration, WatermarkStrategy
 from pyflink.common.typeinfo import Types
@@ -67,6 +80,8 @@ from flink_agents.api.core_options import AgentConfiguration, AgentExecutionOpti
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.runtime.observability.event_log_options import writer_kind
 from tests.flink.agents import chat_agent
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Stamp(MapFunction):
@@ -136,7 +151,16 @@ def _record(keys: int) -> Any:
 
 def _discard() -> SinkFunction:
     jvm = get_gateway().jvm
-    return SinkFunction(jvm.org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink())
+    sinks = jvm.org.apache.flink.streaming.api.functions.sink
+    # Flink 2 moved the legacy sink functions to ``.legacy``; 1.20 has them in ``sink``.
+    discarding = sinks.legacy.DiscardingSink if _flink_major() >= 2 else sinks.DiscardingSink
+    return SinkFunction(discarding())
+
+
+def _flink_major() -> int:
+    from pyflink.version import __version__
+
+    return int(__version__.split(".")[0])
 
 
 def _run(
@@ -226,6 +250,14 @@ def main() -> None:
         help="measure the agent with metrics off / on / on with the event log instead",
     )
     parser.add_argument(
+        "--flink-venv",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="compare with the same benchmark in this venv (another apache-flink; repeatable)",
+    )
+    parser.add_argument("--single", help=argparse.SUPPRESS)  # one job, JSON out (--flink-venv)
+    parser.add_argument(
         "--no-carry-timestamps",
         action="store_true",
         help="also run the agent without re-assigning input timestamps to outputs",
@@ -243,6 +275,10 @@ def main() -> None:
         "version and mode) and plot all its entries",
     )
     args = parser.parse_args()
+    if args.single:
+        result = _run(args.mode, args.records, args.keys, args.single)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
     if args.plot:
         plots.require()
     load_before = plots.load_average()
@@ -262,6 +298,9 @@ def main() -> None:
     )
     if args.observability:
         _observability(args, show, load_before)
+        return
+    if args.flink_venv:
+        _versions(args, show)
         return
     # Baseline and agent alternate, each run in a job of its own: run-to-run spread on this
     # shared 2-vCPU machine is +-20 %, so the figures are the medians of the runs.
@@ -405,6 +444,58 @@ def _observability(args: argparse.Namespace, show: Any, load_before: float) -> N
             f"{flink_version})"
         )
         plots.event_log(runs, args.plot, plots.machine_note(command, load_before))
+
+
+def _child_run(python: str, kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One job of ``kind`` in a child process of ``python``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    command = [python, os.path.abspath(__file__), "--single", kind, "--mode", args.mode]
+    command += ["--records", str(args.records), "--keys", str(args.keys)]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=_ROOT)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise SystemExit(f"{command} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
+    return result
+
+
+def _versions(args: argparse.Namespace, show: Any) -> None:
+    """Baseline and agent per Flink version, alternating version by version (see the
+    module docstring)."""
+    pythons = [sys.executable] + [os.path.join(v, "bin", "python") for v in args.flink_venv]
+    versions = [
+        subprocess.run(
+            [p, "-c", "import pyflink.version as v; print(v.__version__)"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd="/",
+        ).stdout.strip()
+        for p in pythons
+    ]
+    runs = {v: {"baseline": [], "agent": []} for v in versions}  # type: ignore[var-annotated]
+    for _ in range(args.repeat):
+        for python, version in zip(pythons, versions, strict=True):
+            for kind in ("baseline", "agent"):
+                result = _child_run(python, kind, args)
+                result["kind"] = f"{version} {kind}"
+                runs[version][kind].append(result)
+                show(result)
+    shares = {}
+    for version in versions:
+        baseline, agent = (_median(runs[version][k]) for k in ("baseline", "agent"))
+        shares[version] = agent["rate"] / baseline["rate"]
+        print(
+            f"apache-flink {version}: baseline {baseline['rate']:.0f} records/s, agent "
+            f"{agent['rate']:.0f} records/s: agent {shares[version]:.0%} of its baseline "
+            f"(CPU per record while processing {agent['run_cpu_us']:.0f} vs "
+            f"{baseline['run_cpu_us']:.0f} us)"
+        )
+    best = max(shares.values())
+    for version, share in shares.items():
+        behind = (best - share) * 100
+        flag = "  ** more than 10 points below the best **" if behind > 10 else ""
+        print(f"{version}: {share:.0%}, {behind:.1f} points below the best{flag}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,9 @@ REVIEWS = [
 
 #: Reviews scoring at most this are "unhappy" and kept by the SQL query.
 UNHAPPY = 2
+#: The columns of the result table (the query selects them; PyFlink 1.20 and 2.0 have no
+#: ``Table.get_resolved_schema`` to ask).
+COLUMNS = ("review_id", "score", "label")
 
 
 def scripted_triage(messages: list[ChatMessage], tools: list[Any]) -> str:
@@ -117,7 +120,7 @@ def build_pipeline(env: Any) -> Any:
     )
     t_env.create_temporary_view("scored_reviews", scored)
     return t_env.sql_query(
-        f"SELECT review_id, score, label FROM scored_reviews WHERE score <= {UNHAPPY}"
+        f"SELECT {', '.join(COLUMNS)} FROM scored_reviews WHERE score <= {UNHAPPY}"
     )
 
 
@@ -136,9 +139,8 @@ def main(output_path: str | Path, *, parallelism: int = 1) -> list[dict[str, Any
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(parallelism)
     table = build_pipeline(env)
-    names = table.get_resolved_schema().get_column_names()
     with table.execute().collect() as results:
-        rows = [dict(zip(names, list(row), strict=True)) for row in results]
+        rows = [dict(zip(COLUMNS, list(row), strict=True)) for row in results]
     rows.sort(key=lambda r: r["review_id"])
     Path(output_path).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     for row in rows:

@@ -19,6 +19,11 @@ Design notes:
   which an ``asyncio.Semaphore`` (bound to one loop) cannot.
 - **Async HTTP clients** are kept per event loop (:class:`PerLoop`): an httpx/openai async
   client's connection pool belongs to the loop that created it.
+- **Deadlines** are enforced here, the same way for every provider, whatever its SDK does
+  with a timeout (httpx and the openai SDK apply one per read, so a server that dribbles
+  its reply never trips it): each attempt may take ``timeout`` seconds as a whole (connect,
+  send, the complete reply, any retry inside the SDK), the whole call ``total_timeout``
+  (every attempt and the waits between them). See "Deadlines" below.
 - **Throttling**: a failed attempt whose answer means "slow down" (HTTP 429, Bedrock's
   ``ThrottlingException``, Gemini's ``RESOURCE_EXHAUSTED``, DashScope's ``Throttling.*``...)
   carries ``CallFailure.throttled``; each provider has one classifying function in
@@ -28,6 +33,8 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import random
 import threading
@@ -39,7 +46,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 import httpx
 from pydantic import Field, PrivateAttr, SecretStr
 
-from flink_agents.errors import ModelCallError
+from flink_agents.api.embedding_models.embedding_model import BaseEmbeddingModelConnection
+from flink_agents.api.timeouts import (
+    DEFAULT_EMBEDDING_DEADLINE,
+    DEFAULT_MODEL_DEADLINE,
+    await_within,
+)
+from flink_agents.errors import ModelCallError, ModelCallTimeoutError
 from flink_agents.integrations._pacing import CallReport, Permit, RateLimitSettings, retry_delay
 
 log = logging.getLogger("flink_agents.integrations")
@@ -63,6 +76,8 @@ class CallFailure(Exception):
         status: the HTTP status, if the server answered.
         retryable: whether another attempt may succeed.
         retry_after: seconds the server asked us to wait, if it said so.
+        timed_out: the timeout in seconds this attempt (or the whole call) ran past, if it
+            failed for that reason.
         throttled: the provider refused the call because of a rate or quota limit (as
             classified by the provider's function in ``_throttling.py``); such a failure
             is always retryable.
@@ -75,6 +90,7 @@ class CallFailure(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        timed_out: float | None = None,
         throttled: bool = False,
     ) -> None:
         super().__init__(message)
@@ -82,6 +98,7 @@ class CallFailure(Exception):
         self.status = status
         self.retryable = retryable or throttled
         self.retry_after = retry_after
+        self.timed_out = timed_out
         self.throttled = throttled
 
 
@@ -142,7 +159,12 @@ class ModelClientSettings(RateLimitSettings):
     limits of :class:`~flink_agents.integrations._pacing.RateLimitSettings`).
 
     Attributes:
-        timeout: seconds one attempt may take before it counts as failed.
+        timeout: seconds one attempt may take as a whole (connect, send, the complete
+            reply) before it counts as failed (and is retried).
+        total_timeout: seconds the whole call may take, every attempt and the waits
+            between them included (not the wait for a free place, ``max_concurrency``);
+            default: 300 for chat models, 120 for embedding models. Past it the call fails
+            with :class:`~flink_agents.errors.ModelCallTimeoutError`.
         max_retries: further attempts after a retryable failure (429, 5xx, timeout,
             connection error); 0 disables retries.
         retry_initial_backoff: seconds before the first retry; doubles on each retry.
@@ -152,6 +174,7 @@ class ModelClientSettings(RateLimitSettings):
     """
 
     timeout: float = Field(default=60.0, gt=0)
+    total_timeout: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=3, ge=0)
     retry_initial_backoff: float = Field(default=0.5, ge=0)
     retry_max_backoff: float = Field(default=8.0, ge=0)
@@ -209,8 +232,16 @@ class ModelClientSettings(RateLimitSettings):
         )
 
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
-        tries = f" after {attempts} attempt(s)" if exc.retryable else ""
+        tries = f" after {attempts} attempt(s)" if exc.retryable or exc.timed_out else ""
         message = redact(f"{exc.message}{tries}", *self._secrets())
+        if exc.timed_out:
+            return ModelCallTimeoutError(
+                message,
+                provider=self.PROVIDER,
+                model=model,
+                kind=self._call_kind(),
+                timeout=exc.timed_out,
+            )
         return ModelCallError(
             message,
             provider=self.PROVIDER,
@@ -242,6 +273,27 @@ class ModelClientSettings(RateLimitSettings):
                 report.failures += 1
             governor.failed(permit)
 
+    def _wait_before_retry(
+        self,
+        exc: CallFailure,
+        model: str | None,
+        attempts: int,
+        report: CallReport,
+        deadline: CallDeadline,
+    ) -> float:
+        """Seconds to wait after a failed attempt, clipped to what is left of the call's
+        deadline (the attempt after it then fails at once as timed out).
+
+        Raises:
+            ModelCallError: no further attempt (not retryable, or retries used up).
+        """
+        wait = self._next_wait(exc, attempts, report)
+        if wait is None:
+            raise self._error(exc, model, attempts) from None
+        wait = min(wait, max(0.0, deadline.remaining()))
+        self._retrying(exc, model, attempts, wait, report)
+        return wait
+
     def call_with_retries(
         self,
         attempt: Callable[[], T],
@@ -253,7 +305,12 @@ class ModelClientSettings(RateLimitSettings):
     ) -> tuple[T, int]:
         """Run ``attempt`` (which raises :class:`CallFailure`) with retries, each attempt
         let through by the connection's governor (concurrency, pacing, throttling: see
-        ``_pacing.py``). Returns the result and the number of attempts made.
+        ``_pacing.py``) and run within its deadline (on a helper thread that is abandoned
+        at the deadline). Returns the result and the number of attempts made.
+
+        The call's deadline (``total_timeout``) starts once its first attempt is let
+        through (holds its place): the governor's waits for later attempts (a server's
+        ``Retry-After``, pacing) count against it, the wait for the first does not.
 
         Args:
             attempt: one attempt.
@@ -265,22 +322,32 @@ class ModelClientSettings(RateLimitSettings):
             report: filled with what the governor did (throttling answers, waits).
 
         Raises:
-            ModelCallError: the call failed for good.
+            ModelCallError: the call failed for good
+                (:class:`~flink_agents.errors.ModelCallTimeoutError`: it ran out of time).
         """
         report = report if report is not None else CallReport()
         governor = self.governor
+        timeout = self._attempt_timeout()
+        deadline: CallDeadline | None = None
         attempts = 0
         while True:
+            if deadline is None:
+                permit = governor.acquire_sync(tokens)
+                deadline = self._deadline()
+            else:
+                left = deadline.remaining()
+                try:
+                    if left <= 0:
+                        raise TimeoutError
+                    permit = governor.acquire_sync(tokens, timeout=left)
+                except TimeoutError:
+                    raise self._error(_deadline_failure(deadline), model, attempts) from None
             attempts += 1
-            permit = governor.acquire_sync(tokens)
             try:
-                result = attempt()
+                result = _attempt_within_sync(attempt, deadline, timeout)
             except CallFailure as exc:
                 self._settle_attempt(permit, report, None, exc, usage_of)
-                wait = self._next_wait(exc, attempts, report)
-                if wait is None:
-                    raise self._error(exc, model, attempts) from None
-                self._retrying(exc, model, attempts, wait, report)
+                wait = self._wait_before_retry(exc, model, attempts, report, deadline)
                 if wait > 0:
                     time.sleep(wait)
                 continue
@@ -300,24 +367,34 @@ class ModelClientSettings(RateLimitSettings):
         report: CallReport | None = None,
     ) -> tuple[T, int]:
         """Asynchronous :meth:`call_with_retries`: ``attempt`` is an ``async def`` function
-        (called with ``args``); waits in the governor hold no thread."""
+        (called with ``args``), cancelled at its deadline; waits in the governor hold no
+        thread."""
         # A loop of our own, not tenacity's: its statistics are thread-local, and a run on
         # the Flink host may resume on another thread (the operator thread borrows the
         # slot's loop: runtime/flink/gated_loop.py).
         report = report if report is not None else CallReport()
         governor = self.governor
+        timeout = self._attempt_timeout()
+        deadline: CallDeadline | None = None
         attempts = 0
         while True:
+            if deadline is None:
+                permit = await governor.acquire(tokens)
+                deadline = self._deadline()
+            else:
+                left, expired = deadline.remaining(), functools.partial(_deadline_failure, deadline)
+                try:
+                    if left <= 0:
+                        raise expired()
+                    permit = await await_within(governor.acquire(tokens), left, expired)
+                except CallFailure as exc:
+                    raise self._error(exc, model, attempts) from None
             attempts += 1
-            permit = await governor.acquire(tokens)
             try:
-                result = await attempt(*args)
+                result = await _attempt_within(attempt, args, deadline, timeout)
             except CallFailure as exc:
                 self._settle_attempt(permit, report, None, exc, usage_of)
-                wait = self._next_wait(exc, attempts, report)
-                if wait is None:
-                    raise self._error(exc, model, attempts) from None
-                self._retrying(exc, model, attempts, wait, report)
+                wait = self._wait_before_retry(exc, model, attempts, report, deadline)
                 if wait > 0:
                     await asyncio.sleep(wait)
                 continue
@@ -336,16 +413,157 @@ class ModelClientSettings(RateLimitSettings):
         usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
         report: CallReport | None = None,
     ) -> tuple[T, int]:
-        """:meth:`acall_with_retries` for a synchronous SDK: each attempt runs on a worker
-        thread, but the waits in the governor (pacing, a throttling pause) happen on the
-        event loop, holding no thread."""
+        """:meth:`acall_with_retries` for a synchronous SDK: each attempt runs on a daemon
+        thread of its own (abandoned at its deadline), but the waits in the governor (pacing, a
+        throttling pause) happen on the event loop, holding no thread."""
 
         async def in_thread() -> T:
-            return await asyncio.to_thread(attempt)
+            return await _in_daemon_thread(attempt)
 
         return await self.acall_with_retries(
             in_thread, model=model, tokens=tokens, usage_of=usage_of, report=report
         )
+
+    # -- deadlines --------------------------------------------------------------------------
+    def _attempt_timeout(self) -> float:
+        """Seconds one attempt may take (``timeout``; a provider with an option of its own
+        for it overrides this)."""
+        return self.timeout
+
+    def _call_kind(self) -> str:
+        return "embedding model" if isinstance(self, BaseEmbeddingModelConnection) else "chat model"
+
+    @property
+    def call_deadline(self) -> float:
+        """Seconds a whole call may take: ``total_timeout``, else the default of the kind
+        (the built-in chat action reads it to know that the connection bounds its calls)."""
+        if self.total_timeout is not None:
+            return self.total_timeout
+        if isinstance(self, BaseEmbeddingModelConnection):
+            return DEFAULT_EMBEDDING_DEADLINE
+        return DEFAULT_MODEL_DEADLINE
+
+    def _deadline(self) -> CallDeadline:
+        # Starts once the call holds its place: waiting for one is not part of it.
+        return CallDeadline(self.call_deadline)
+
+
+# --- Deadlines ----------------------------------------------------------------------------
+# One call = attempts with waits between them. An attempt gets min(timeout, what is left of
+# the call's deadline); when it runs out the attempt fails as "timed out" (retryable while
+# the call has time left). The async path cancels the attempt (inline, see
+# flink_agents.api.timeouts.await_within); the sync path runs it on a helper thread and
+# abandons it (a blocking socket read cannot be interrupted from outside).
+
+
+class CallDeadline:
+    """When a call must have finished (monotonic clock).
+
+    Attributes:
+        seconds: the call's deadline in seconds from its start.
+    """
+
+    __slots__ = ("_at", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._at = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (negative once past)."""
+        return self._at - time.monotonic()
+
+
+def _attempt_budget(deadline: CallDeadline, timeout: float) -> tuple[float, bool]:
+    """Seconds the next attempt may take and whether the call's deadline (not the
+    attempt's timeout) is what bounds it.
+
+    Raises:
+        CallFailure: the call has no time left.
+    """
+    left = deadline.remaining()
+    if left <= 0:
+        raise _deadline_failure(deadline)
+    return (left, True) if left < timeout else (timeout, False)
+
+
+def _deadline_failure(deadline: CallDeadline) -> CallFailure:
+    return CallFailure(
+        f"the call did not finish within its deadline of {deadline.seconds:g}s (total_timeout)",
+        timed_out=deadline.seconds,
+    )
+
+
+def _attempt_failure(seconds: float) -> CallFailure:
+    return CallFailure(f"no complete reply within {seconds:g}s", retryable=True, timed_out=seconds)
+
+
+async def _attempt_within(
+    attempt: Callable[..., Awaitable[T]],
+    args: tuple[Any, ...],
+    deadline: CallDeadline,
+    timeout: float,
+) -> T:
+    seconds, by_deadline = _attempt_budget(deadline, timeout)
+    return await await_within(
+        attempt(*args),
+        seconds,
+        lambda: _deadline_failure(deadline) if by_deadline else _attempt_failure(seconds),
+    )
+
+
+def _attempt_within_sync(attempt: Callable[[], T], deadline: CallDeadline, timeout: float) -> T:
+    seconds, by_deadline = _attempt_budget(deadline, timeout)
+    box: list[Any] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box.append((True, context.run(attempt)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box.append((False, exc))
+
+    # A daemon thread: an abandoned attempt must not keep the process from exiting.
+    worker = threading.Thread(target=run, name="flink-agents-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not box:
+        raise _deadline_failure(deadline) if by_deadline else _attempt_failure(seconds)
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
+
+
+async def _in_daemon_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` on a daemon thread of its own, awaited on the loop. Not
+    ``asyncio.to_thread``: an attempt abandoned at its deadline would keep a worker of the
+    loop's default executor busy until its reply ends (starving other calls), and
+    ``asyncio.run`` waits for those workers when it ends."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if done.done():  # cancelled: the attempt was abandoned
+            return
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def run() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, context.run(fn))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: nobody waits for it
+
+    threading.Thread(target=run, name="flink-agents-call", daemon=True).start()
+    return await done
 
 
 def secret_value(value: SecretStr | str | None) -> str | None:
@@ -462,7 +680,11 @@ class HttpJsonClient(ModelClientSettings):
     def _transport_failure(self, exc: httpx.HTTPError, path: str) -> CallFailure:
         url = f"{self._base_url().rstrip('/')}{path}"
         if isinstance(exc, httpx.TimeoutException):
-            return CallFailure(f"no reply from {url} within {self.timeout}s", retryable=True)
+            return CallFailure(
+                f"no reply from {url} within {self.timeout}s",
+                retryable=True,
+                timed_out=self.timeout,
+            )
         return CallFailure(
             f"cannot reach {url}: {type(exc).__name__}: {exc}",
             retryable=isinstance(exc, httpx.TransportError),

@@ -204,15 +204,27 @@ class _Slots:
                 self.release()  # granted, then cancelled before it was used
             raise
 
-    def acquire_sync(self) -> None:
-        """Block the calling thread until a place is free."""
+    def acquire_sync(self, timeout: float | None = None) -> None:
+        """Block the calling thread until a place is free.
+
+        Raises:
+            TimeoutError: no place within ``timeout`` seconds (None: wait as long as it
+                takes).
+        """
         with self._lock:
             if self.in_use < self.limit and not self._waiters:
                 self.in_use += 1
                 return
             event = threading.Event()
             self._waiters.append(event)
-        event.wait()
+        if event.wait(timeout):
+            return
+        with self._lock:
+            try:
+                self._waiters.remove(event)
+            except ValueError:
+                return  # handed to it just now: it is taken
+        raise TimeoutError
 
 
 # -- the governor ----------------------------------------------------------------------------------
@@ -446,8 +458,9 @@ class Governor:
         self._wake(nxt)
         return taken[0]
 
-    def _start_sync(self, raw: int) -> int:
-        """:meth:`_start` for a blocking caller."""
+    def _start_sync(self, raw: int, end: float | None = None) -> int:
+        """:meth:`_start` for a blocking caller (``end``: give up with ``TimeoutError`` at
+        this ``time.monotonic()``)."""
         taken: list[int] = []
         with self._lock:
             if not self._queue and self._try_start(raw, taken) == 0:
@@ -458,13 +471,19 @@ class Governor:
                 entry.set()
         nxt = None
         try:
-            entry.wait()
+            if not entry.wait(None if end is None else max(0.0, end - time.monotonic())):
+                raise TimeoutError
             while True:
                 with self._lock:
                     delay = self._try_start(raw, taken)
                     if delay == 0:
                         nxt = self._leave_queue(entry)
                         break
+                if end is not None:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError
+                    delay = min(delay, left)
                 time.sleep(min(delay, RESCHEDULE_SLICE))
         except BaseException:
             with self._lock:
@@ -511,14 +530,26 @@ class Governor:
             waited = self._leave(since)
         return Permit(started=self.clock(), waited=waited, prompt_estimate=raw, tokens=tokens)
 
-    def acquire_sync(self, prompt_estimate: int | None = None) -> Permit:
-        """:meth:`acquire` for a blocking caller (a sync ``chat`` on a worker thread)."""
+    def acquire_sync(
+        self, prompt_estimate: int | None = None, *, timeout: float | None = None
+    ) -> Permit:
+        """:meth:`acquire` for a blocking caller (a sync ``chat`` on a worker thread).
+
+        Args:
+            prompt_estimate: the prompt's estimated tokens (:func:`estimate_prompt_tokens`).
+            timeout: most seconds to wait (None: as long as it takes). The async
+                :meth:`acquire` is bounded by cancelling it.
+
+        Raises:
+            TimeoutError: the attempt could not start within ``timeout``; it holds nothing.
+        """
         raw = max(0, int(prompt_estimate or 0))
+        end = None if timeout is None else time.monotonic() + timeout
         since = self._enter()
         try:
-            self._slots.acquire_sync()
+            self._slots.acquire_sync(timeout)
             try:
-                tokens = self._start_sync(raw)
+                tokens = self._start_sync(raw, end)
             except BaseException:
                 self._slots.release()
                 raise

@@ -24,9 +24,11 @@ from flink_agents.sql.statements import (
     AlterAction,
     CreateAgent,
     CreateConnection,
+    CreateModel,
     CreateTool,
     Describe,
     Drop,
+    ModelStatement,
     Name,
     Options,
     ParsedStatement,
@@ -533,6 +535,104 @@ def parse_statement(statement: Statement | str) -> SqlStatement | None:
     if isinstance(statement, str):
         statement = _single(statement)
     return _Parser(statement.tokens).statement()
+
+
+def parse_model_statement(statement: Statement | str) -> SqlStatement | None:
+    """A :class:`CreateModel` or :class:`ModelStatement` for a model statement (``CREATE
+    MODEL``, ``DROP MODEL``, ``SHOW MODELS``, ``SHOW CREATE MODEL``, ``DESC MODEL``), None
+    for any other. Only used where Flink itself has no models (Flink 1.20 and 2.0): on later
+    versions these statements are Flink's.
+
+    Raises:
+        SqlParseError: a model statement that does not parse.
+    """
+    if isinstance(statement, str):
+        statement = _single(statement)
+    return _ModelParser(statement).statement()
+
+
+class _ModelParser(_Parser):
+    def __init__(self, statement: Statement) -> None:
+        super().__init__(statement.tokens)
+        self.source = statement
+
+    def statement(self) -> SqlStatement | None:
+        first = self.peek()
+        line, column = first.line, first.column
+        ahead = 2 if self.peek(1).is_word("TEMPORARY") else 1
+        if first.is_word("CREATE") and self.peek(ahead).is_word("MODEL"):
+            self.next()
+            temporary = self.accept("TEMPORARY") is not None
+            self.next()
+            return self.create_model(line, column, temporary)
+        if first.is_word("DROP") and self.peek(ahead).is_word("MODEL"):
+            self.next()
+            temporary = self.accept("TEMPORARY") is not None
+            self.next()
+            if_exists = self.if_exists()
+            name = self.name("the model name")
+            self.expect_end("the end of the statement after the name")
+            return ModelStatement(line, column, "drop", name, if_exists, temporary)
+        if first.is_word("SHOW") and self.peek(1).is_word("MODELS"):
+            self.next()
+            self.next()
+            self.expect_end("the end of the statement after SHOW MODELS")
+            return ModelStatement(line, column, "show")
+        if (
+            first.is_word("SHOW")
+            and self.peek(1).is_word("CREATE")
+            and self.peek(2).is_word("MODEL")
+        ):
+            for _ in range(3):
+                self.next()
+            name = self.name("the model name")
+            self.expect_end("the end of the statement after the name")
+            return ModelStatement(line, column, "show-create", name)
+        if first.is_word("DESC", "DESCRIBE") and self.peek(1).is_word("MODEL"):
+            self.next()
+            self.next()
+            name = self.name("the model name")
+            self.expect_end("the end of the statement after the name")
+            return ModelStatement(line, column, "describe", name)
+        return None
+
+    def columns(self, what: str) -> str:
+        """A parenthesized column list, as written."""
+        start = self.expect_symbol("(", f"after {what}")
+        depth = 1
+        while depth:
+            token = self.next()
+            if token.kind is TokenKind.END:
+                raise self.error(f"')' closing the {what} column list", token)
+            if token.is_symbol("("):
+                depth += 1
+            elif token.is_symbol(")"):
+                depth -= 1
+                end = token
+        begin, _ = self.source.local(start)
+        _, stop = self.source.local(end)
+        return self.source.text[begin:stop]
+
+    def create_model(self, line: int, column: int, temporary: bool) -> CreateModel:
+        if_not_exists = self.if_not_exists()
+        name = self.name("the model name")
+        input_schema = self.columns("INPUT") if self.accept("INPUT") else None
+        output_schema = self.columns("OUTPUT") if self.accept("OUTPUT") else None
+        comment = self.string("the comment in quotes") if self.accept("COMMENT") else None
+        self.expect("WITH", "(a model needs its options: WITH ('provider' = ...))")
+        options = self.options("after WITH")
+        self.expect_end("the end of the statement after the options")
+        return CreateModel(
+            line,
+            column,
+            name,
+            temporary,
+            if_not_exists,
+            input_schema,
+            output_schema,
+            comment,
+            options,
+        )
 
 
 def find_agent_runs(statement: Statement | str) -> list[AgentRunCall]:

@@ -191,6 +191,41 @@ class ResetConfig(SqlStatement):
 
 
 @dataclass(frozen=True)
+class CreateModel(SqlStatement):
+    """``CREATE [TEMPORARY] MODEL [IF NOT EXISTS] name [INPUT (...)] [OUTPUT (...)]
+    [COMMENT '...'] WITH (...)``, run by this package where Flink has no ``CREATE MODEL``
+    (Flink 1.20 and 2.0; see :mod:`flink_agents.sql.model_catalog`).
+
+    Attributes:
+        input_schema: the ``INPUT (...)`` column list as written (kept, not used).
+        output_schema: the ``OUTPUT (...)`` column list as written (kept, not used).
+    """
+
+    name: Name
+    temporary: bool = False
+    if_not_exists: bool = False
+    input_schema: str | None = None
+    output_schema: str | None = None
+    comment: str | None = None
+    options: Options = ()
+
+
+@dataclass(frozen=True)
+class ModelStatement(SqlStatement):
+    """``DROP [TEMPORARY] MODEL [IF EXISTS] name``, ``SHOW MODELS``, ``SHOW CREATE MODEL
+    name`` or ``DESC[RIBE] MODEL name``, run by this package where Flink has no models.
+
+    Attributes:
+        action: ``drop``, ``show``, ``show-create`` or ``describe``.
+    """
+
+    action: str
+    name: Name | None = None
+    if_exists: bool = False
+    temporary: bool = False
+
+
+@dataclass(frozen=True)
 class AgentRunCall:
     """One ``agent_run(...)`` call inside a statement.
 

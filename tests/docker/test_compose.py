@@ -52,8 +52,12 @@ def test_services_roles_and_image(compose):
     services = compose["services"]
     assert set(services) == {"jobmanager", "taskmanager", "submitter"}
     for name, service in services.items():
-        assert service["image"] == "flink-agents:latest", name
-        assert service["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}, name
+        assert service["image"] == "flink-agents:${FLINK_VERSION:-2.3.0}", name
+        assert service["build"] == {
+            "context": "..",
+            "dockerfile": "docker/Dockerfile",
+            "args": {"FLINK_VERSION": "${FLINK_VERSION:-2.3.0}"},
+        }, name
         # The build context must hold what the Dockerfile copies.
         context = (DOCKER / service["build"]["context"]).resolve()
         assert (context / service["build"]["dockerfile"]).is_file()
@@ -181,6 +185,8 @@ def test_dockerfile_installs_python_jdk_flink_and_the_package():
     assert 'pip install --no-cache-dir "apache-flink==${FLINK_VERSION}"' in runs
     assert ("COPY", "--from=wheel /dist /tmp/dist") in steps
     assert "pip install --no-cache-dir /tmp/dist/*.whl" in runs
+    # An unsupported FLINK_VERSION fails the build (the host's import checks the range).
+    assert 'python -c "import flink_agents.runtime.flink"' in runs
     env = " ".join(a for w, a in steps if w == "ENV")
     for var in ("FLINK_HOME=", "FLINK_LIB_DIR=", "FLINK_CONF_DIR=/opt/flink-agents/conf"):
         assert var in env

@@ -24,7 +24,9 @@ def test_standalone_cluster_runs_java_bridge_jobs(tmp_path: Path, standalone_clu
     workdir = standalone_cluster
     started = cluster_status(workdir)
     assert started.running and started.taskmanagers == 1 and started.slots_total == 3
-    assert (workdir / "lib" / "flink-python-2.3.0.jar").is_symlink()
+    from pyflink.version import __version__
+
+    assert (workdir / "lib" / f"flink-python-{__version__}.jar").is_symlink()
     # Two jobs in a row on the same TaskManager (the second one is what used to fail with
     # NoSuchFieldException: loadedLibraryNames without flink-python in lib/).
     for run in range(2):

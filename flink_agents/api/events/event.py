@@ -195,8 +195,9 @@ def _flatten_attributes(data: dict[str, Any], attributes: Any) -> dict[str, Any]
     return merged
 
 
-def _nest_attributes(data: Any) -> Any:
-    """A flat event dump (attributes beside id and type) in upstream's shape."""
+def _nest_attributes(data: Any, top_level: frozenset[str] = frozenset()) -> Any:
+    """A flat event dump (attributes beside id and type) in upstream's shape; the fields
+    named in ``top_level`` stay beside id and type (see :meth:`Event._top_level_fields`)."""
     if not isinstance(data, dict):
         return data
     nested: dict[str, Any] = {}
@@ -204,6 +205,9 @@ def _nest_attributes(data: Any) -> Any:
         nested["id"] = data.pop("id")
     if "type" in data:
         nested["type"] = data.pop("type")
+    for name in top_level:
+        if name in data:
+            nested[name] = data.pop(name)
     nested["attributes"] = data
     return nested
 
@@ -274,6 +278,8 @@ class Event(BaseModel):
     _json_checked: ClassVar[tuple[str, ...]] = ()
     #: Fields typed ``Any`` that a class serializes itself (skipped by the check).
     _json_exempt: ClassVar[frozenset[str]] = frozenset()
+    #: Per class (read from the class's own ``__dict__``): see :meth:`_top_level_fields`.
+    _top_level_cache: ClassVar[frozenset[str] | None] = None
 
     id: UUID = Field(default_factory=_new_id)
     type: str = "_event"
@@ -426,8 +432,24 @@ class Event(BaseModel):
     # event log reads that on the hot path (a wrap serializer to reshape it cost ~2.4 us
     # per event), and both shapes are read back by model_validate / from_json.
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        """Pydantic's ``model_dump`` in upstream's shape: ``{"id", "type", "attributes"}``."""
-        return _nest_attributes(super().model_dump(**kwargs))
+        """Pydantic's ``model_dump`` in upstream's shape: ``{"id", "type", "attributes"}``;
+        the fields a user's event class declares stay beside them, as upstream's pydantic
+        model keeps them."""
+        return _nest_attributes(super().model_dump(**kwargs), type(self)._top_level_fields())
+
+    @classmethod
+    def _top_level_fields(cls) -> frozenset[str]:
+        """Fields a dump keeps at the top level: those a user's subclass declares. Our own
+        event classes (``flink_agents.*``) declare as fields what upstream's keep in
+        ``attributes``, so theirs are nested."""
+        cached = cls.__dict__.get("_top_level_cache")
+        if cached is None:
+            if cls.__module__.startswith("flink_agents."):
+                cached = frozenset()
+            else:
+                cached = frozenset(cls.model_fields) - _RESERVED
+            cls._top_level_cache = cached
+        return cached
 
     def model_dump_json(self, **kwargs: Any) -> str:
         """Pydantic's ``model_dump_json`` in upstream's shape (``{"id", "type",

@@ -1,30 +1,49 @@
-"""Every use of PyFlink internals by the Flink host, in one place.
+"""Every use of PyFlink internals by the Flink host, in one place, and the version check.
 
 The host's fast paths lean on PyFlink details that are not public API: private attributes,
 closure cells and converters of its thread-mode operation object, the keyed state backend
 behind the runtime context, the layout of a keyed input, and private helpers of its
-DataStream API. Each is read here and nowhere else, against the version in
-:data:`VERIFIED_VERSION`; :func:`check_version` warns once when another version runs. A
-reader that finds PyFlink changed raises :class:`InternalsChanged` (or the caller falls
-back) and the fast path it serves is reported as not engaged (see ``fast_paths``). The Java
-operators of the bridge jar read three private fields of PyFlink's Java operators on their
-own side (see docs/ARCHITECTURE.md).
+DataStream API. Each is read here and nowhere else. The supported PyFlink versions are the
+minor lines in :data:`SUPPORTED_MINORS` (:data:`SUPPORTED_RANGE`); each was verified at the
+release named in :data:`VERIFIED_VERSIONS` (docs/flink-versions.md). Importing the Flink host
+with another version raises :class:`~flink_agents.errors.UnsupportedFlinkVersionError`
+(:func:`require_supported_version`, called by the package's ``__init__``). Where the
+internals differ between supported versions, the difference is a branch here, named by the
+version (:func:`minor_version`) and pinned by a test. A reader that finds PyFlink changed
+raises :class:`InternalsChanged` (or the caller falls back) and the fast path it serves is
+reported as not engaged (see ``fast_paths``). The Java operators of the bridge jar read three
+private fields of PyFlink's Java operators on their own side (see docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from flink_agents.errors import UnsupportedFlinkVersionError
+
 log = logging.getLogger("flink_agents.runtime.flink")
 
-#: The apache-flink version these internals were verified against.
-VERIFIED_VERSION = "2.3.0"
+#: The supported apache-flink minor lines, oldest first (every patch release of each).
+SUPPORTED_MINORS: tuple[tuple[int, int], ...] = ((1, 20), (2, 0), (2, 1), (2, 2), (2, 3))
+#: The same as a requirement specifier (the ``flink`` extra of pyproject.toml).
+SUPPORTED_RANGE = ">=1.20,<2.4"
+#: The release of each minor line the internals, the fast paths and the test suites were
+#: verified against (the newest patch release when it was checked).
+VERIFIED_VERSIONS: dict[tuple[int, int], str] = {
+    (1, 20): "1.20.5",
+    (2, 0): "2.0.2",
+    (2, 1): "2.1.3",
+    (2, 2): "2.2.1",
+    (2, 3): "2.3.0",
+}
+#: The newest verified release (what the ``dev`` environment and the full CI suites run).
+VERIFIED_VERSION = VERIFIED_VERSIONS[SUPPORTED_MINORS[-1]]
 
-#: What :data:`VERIFIED_VERSION` was checked for (named in the version warning).
+#: What the fast paths read of PyFlink (named when one finds it changed).
 VERIFIED = (
     "OneInputFunctionOperation._chained_operations / _output_data_converter / "
     "_input_data_converter._field_data_converters / _main_operation._process_element_func "
@@ -36,12 +55,9 @@ VERIFIED = (
     ".getFunctionCatalog()), Configuration._j_configuration, ExternalTypeInfo._type_info"
 )
 
-_version_checked = False
-_version_lock = threading.Lock()
-
 
 class InternalsChanged(Exception):
-    """A PyFlink internal is not what :data:`VERIFIED_VERSION` had; the message says which."""
+    """A PyFlink internal is not what the verified versions had; the message says which."""
 
 
 def pyflink_version() -> str:
@@ -51,26 +67,118 @@ def pyflink_version() -> str:
     return str(__version__)
 
 
+def parse_minor(version: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a version string (``"1.20.5"`` -> ``(1, 20)``); None when it
+    does not start with two numbers."""
+    match = re.match(r"\s*(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def supported_text() -> str:
+    """The supported versions for messages: ``1.20.x, 2.0.x, ... (apache-flink>=1.20,<2.4)``."""
+    minors = ", ".join(f"{a}.{b}.x" for a, b in SUPPORTED_MINORS)
+    return f"{minors} (apache-flink{SUPPORTED_RANGE})"
+
+
+def check_supported(version: str) -> tuple[int, int]:
+    """The minor line of ``version``.
+
+    Raises:
+        UnsupportedFlinkVersionError: ``version`` is not in a supported minor line; the
+            message names the supported range and how to install a supported PyFlink.
+    """
+    minor = parse_minor(version)
+    if minor in SUPPORTED_MINORS:
+        return minor
+    newest = VERIFIED_VERSION
+    raise UnsupportedFlinkVersionError(
+        f"flink-agents supports PyFlink {supported_text()}; this Python has apache-flink "
+        f"{version}. Install a supported version matching your cluster's Flink, e.g. "
+        f'`pip install "apache-flink=={VERIFIED_VERSIONS[(1, 20)]}"` for a Flink 1.20 '
+        f'cluster or `pip install "flink-agents-py[flink]"` for {newest}; the supported '
+        "versions and what works on each are in docs/flink-versions.md",
+        version=version,
+    )
+
+
+def require_supported_version() -> tuple[int, int]:
+    """The installed PyFlink's minor line; called when the Flink host is imported.
+
+    Raises:
+        UnsupportedFlinkVersionError: the installed PyFlink is outside the supported range.
+    """
+    return check_supported(pyflink_version())
+
+
+def quiet_known_warnings() -> None:
+    """Silence a warning PyFlink's own dependencies print on supported versions, which says
+    nothing to a user: Beam 2.48 (what apache-flink 1.20 installs) imports
+    ``pkg_resources``, which setuptools 81+ (an unpinned dependency of apache-flink 1.20)
+    deprecates with a ``UserWarning`` on stderr at every start (it broke the CLI's one-line
+    errors). Only that message, only from Beam's modules."""
+    import warnings
+
+    warnings.filterwarnings(
+        "ignore",
+        message="pkg_resources is deprecated as an API",
+        category=UserWarning,
+        module=r"apache_beam\.",
+    )
+
+
+def minor_version() -> tuple[int, int]:
+    """The installed PyFlink's ``(major, minor)`` (checked at import: a supported one)."""
+    return check_supported(pyflink_version())
+
+
 def check_version() -> bool:
-    """Whether the installed PyFlink is :data:`VERIFIED_VERSION`; warns once per process
-    (naming what was verified) when it is not."""
-    global _version_checked
-    version = pyflink_version()
-    same = version == VERIFIED_VERSION
-    with _version_lock:
-        if _version_checked:
-            return same
-        _version_checked = True
-    if not same:
-        log.warning(
-            "flink-agents verified the PyFlink internals its fast paths use against "
-            "apache-flink %s; this is %s. Verified: %s. A fast path that finds one changed "
-            "falls back to PyFlink's own path (slower, same results) and logs a warning",
-            VERIFIED_VERSION,
-            version,
-            VERIFIED,
-        )
-    return same
+    """Whether the installed PyFlink is a supported version. Inside the range nothing is
+    logged; outside it the host could not have been imported (see
+    :func:`require_supported_version`), so this is True wherever it runs."""
+    try:
+        minor_version()
+    except UnsupportedFlinkVersionError:
+        return False
+    return True
+
+
+# -- differences between the supported versions ----------------------------------------------
+
+
+def sql_has_models() -> bool:
+    """Whether Flink's SQL runs ``CREATE MODEL`` / ``SHOW MODELS`` (2.1 and later). Flink
+    1.20 has no models ("Unsupported query"); 2.0's catalog has them but its SQL still
+    refuses the statements. Where False, the SQL layer keeps models itself
+    (:mod:`flink_agents.sql.model_catalog`)."""
+    return minor_version() >= (2, 1)
+
+
+def table_has_resolved_schema() -> bool:
+    """Whether PyFlink's ``Table`` has ``get_resolved_schema()`` (2.1 and later)."""
+    return minor_version() >= (2, 1)
+
+
+def table_columns(table: Any) -> tuple[list[str], list[Any]]:
+    """The column names and data types of a PyFlink ``Table``: from
+    ``Table.get_resolved_schema()`` on 2.1 and later; on 1.20 and 2.0, which lack it, from
+    the Java ``ResolvedSchema`` (``Table._j_table``), its types converted by PyFlink's own
+    ``_from_java_data_type`` (what 2.1's ``ResolvedSchema.get_column_data_types`` does)."""
+    if table_has_resolved_schema():
+        schema = table.get_resolved_schema()
+        return list(schema.get_column_names()), list(schema.get_column_data_types())
+    from pyflink.table.types import _from_java_data_type
+
+    j_schema = table._j_table.getResolvedSchema()
+    names = [str(n) for n in j_schema.getColumnNames()]
+    return names, [_from_java_data_type(t) for t in j_schema.getColumnDataTypes()]
+
+
+def result_columns(result: Any) -> list[str]:
+    """The column names of a PyFlink ``TableResult``: ``get_resolved_schema()`` on 2.1 and
+    later, ``get_table_schema()`` (public there) on 1.20 and 2.0, which lack the former."""
+    if table_has_resolved_schema():
+        return list(result.get_resolved_schema().get_column_names())
+    return list(result.get_table_schema().get_field_names())
 
 
 # -- the keyed state backend ----------------------------------------------------------------

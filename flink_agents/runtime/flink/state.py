@@ -3,7 +3,8 @@
 :class:`KeyedState` is the one place that reads and writes them, always for the state
 backend's current key (switched lazily to a batch input's key, and to each key with work in
 flight before a checkpoint barrier). The function gets it in ``open()``; tests build one from
-fake state objects. The layout is described in docs/ARCHITECTURE.md.
+fake state objects. The layout is described in docs/ARCHITECTURE.md; it carries a version
+(:data:`LAYOUT_VERSION`, :data:`LAYOUTS`), the rule for changing it is at the constant.
 """
 
 from __future__ import annotations
@@ -30,6 +31,29 @@ MEMORY_TOUCHED = "fa-memory-touched"
 PENDING = "fa-pending"
 DURABLE = "fa-durable"
 APPROVAL = "fa-approval"
+
+#: The version of the keyed state layout: the states below, their kinds and the form of
+#: their values. Flink maps a savepoint's keyed state to a job by operator uid and state
+#: name, and each state's serializer is checked on restore, so the layout of a version is
+#: what a savepoint of it holds. A change of a state's kind, of its key or value form, or a
+#: state given another meaning is a new version: its states get new names (``fa-<name>-v2``),
+#: :data:`LAYOUTS` keeps the older versions' entries, and ``open()`` registers the older
+#: states too, reads a key's old entries when it first meets the key, writes them in the
+#: new form and clears them (Flink drops a state no job registers at its next savepoint).
+#: A new state with a new name needs no new version. ``tests/versions/test_state_layout.py``
+#: pins the layout of this version, so a change that forgets the version fails there.
+LAYOUT_VERSION = 1
+
+#: Each layout version: state name -> (kind, key form, value form), as registered.
+LAYOUTS: dict[int, dict[str, tuple[str, str, str]]] = {
+    1: {
+        MEMORY: ("map", "STRING: a flattened memory path", "PICKLED: the path's value"),
+        MEMORY_TOUCHED: ("value", "", "DOUBLE: time of the last memory change (ttl only)"),
+        PENDING: ("list", "", "PICKLED: (input id, timestamp code, record) of Item.to_state"),
+        DURABLE: ("map", "STRING: <input id>/<call id>", "PICKLED: dumps(DurableRecord)"),
+        APPROVAL: ("value", "", "STRING: id of the approval request the paused run emitted"),
+    }
+}
 
 
 class KeyedState:

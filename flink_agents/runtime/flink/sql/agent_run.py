@@ -121,9 +121,7 @@ class AgentRunTranslator:
     def _view(self, call: AgentRunCall) -> str:
         t_env = self.env.t_env
         table = self.host.table(call.input)
-        schema = table.get_resolved_schema()
-        names: list[str] = list(schema.get_column_names())
-        types = list(schema.get_column_data_types())
+        names, types = internals.table_columns(table)
         column = self._column(names, call.column_name, "COL => DESCRIPTOR")
         keys = [self._column(names, c, "PARTITION BY") for c in call.partition_by]
         agent_ident = self.catalog.identifier(call.agent.parts)

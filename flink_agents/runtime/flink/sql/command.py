@@ -10,6 +10,7 @@ from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import ResultKind, StreamTableEnvironment
 
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.sql.session import ScriptStep, remote_environment, sql_session
 from flink_agents.sql.result import SqlResult
 
@@ -33,7 +34,7 @@ def step_text(step: ScriptStep, *, detached: bool = False) -> str:
     if isinstance(result, SqlResult):
         return result.to_text() if result.columns else f"[OK] {_head(step)}"
     if result.get_result_kind() == ResultKind.SUCCESS_WITH_CONTENT:
-        columns = list(result.get_resolved_schema().get_column_names())
+        columns = internals.result_columns(result)
         with result.collect() as rows:
             return SqlResult(columns, [tuple(row) for row in rows]).to_text()
     return f"[OK] {_head(step)}"

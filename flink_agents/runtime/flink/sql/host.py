@@ -5,7 +5,8 @@
   catalog functions, catalog functions) and gives the function definition; a Python scalar
   function's definition is a ``PythonScalarFunction`` with the serialized Python function.
 - Models: the ``CatalogManager`` resolves model identifiers (temporary models first) and
-  holds their options.
+  holds their options; where Flink's SQL has no models (1.20, 2.0) the session's own
+  :class:`~flink_agents.sql.model_catalog.ModelCatalog` does.
 - Configuration: ``SET`` / ``RESET`` change the table configuration (PyFlink's
   ``execute_sql`` refuses them).
 """
@@ -19,6 +20,7 @@ from pyflink.java_gateway import get_gateway
 from flink_agents.errors import CatalogError
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.sql.catalog import ObjectIdentifier
+from flink_agents.sql.model_catalog import ModelCatalog
 from flink_agents.sql.statements import Name
 
 _PYTHON_SCALAR = "org.apache.flink.table.functions.python.PythonScalarFunction"
@@ -38,6 +40,13 @@ class FlinkHost:
     def __init__(self, t_env: Any) -> None:
         self.t_env = t_env
         self._set_keys: dict[str, str] = {}
+        #: The models of the session where Flink's SQL has none (1.20, 2.0); None where
+        #: Flink keeps them (2.1 and later).
+        self.own_models: ModelCatalog | None = (
+            None
+            if internals.sql_has_models()
+            else ModelCatalog(self.current, internals.pyflink_version())
+        )
 
     # -- names ---------------------------------------------------------------------------------
     def current(self) -> tuple[str, str]:
@@ -126,6 +135,8 @@ class FlinkHost:
         Raises:
             CatalogError: no such model (the message lists the models).
         """
+        if self.own_models is not None:
+            return self.own_models.resolve(name)
         manager = self._catalog_manager()
         try:
             oi = manager.qualifyIdentifier(self._unresolved(name.parts))
@@ -147,6 +158,8 @@ class FlinkHost:
         Raises:
             CatalogError: the model no longer exists.
         """
+        if self.own_models is not None:
+            return self.own_models.options(model)
         manager = self._catalog_manager()
         oi = get_gateway().jvm.org.apache.flink.table.catalog.ObjectIdentifier.of(
             model.catalog, model.database, model.name

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flink_agents.errors import FlinkAgentsError, SqlError
@@ -34,10 +34,11 @@ from flink_agents.runtime.flink.sql.host import FlinkHost
 from flink_agents.sql.catalog import AgentCatalog
 from flink_agents.sql.executor import StatementExecutor
 from flink_agents.sql.lexer import Statement, Token, TokenKind, split_statements
-from flink_agents.sql.parser import find_agent_runs, parse_script
+from flink_agents.sql.model_catalog import ml_predict_error
+from flink_agents.sql.parser import find_agent_runs, parse_model_statement, parse_script
 from flink_agents.sql.parser import parse_statement as parse_ours
 from flink_agents.sql.result import SqlResult
-from flink_agents.sql.statements import ParsedStatement
+from flink_agents.sql.statements import CreateModel, ModelStatement, ParsedStatement, SqlStatement
 
 log = logging.getLogger("flink_agents.sql")
 
@@ -116,7 +117,7 @@ class SqlSession:
         """
         parsed = self._parse_one(statement)
         if parsed.ours is not None:
-            return self.executor.execute(parsed.ours)
+            return self._execute_ours(parsed.ours)
         return self.t_env.execute_sql(self.rewrite(parsed))
 
     def sql_query(self, query: str) -> Any:
@@ -141,7 +142,27 @@ class SqlSession:
         statement = statements[0]
         ours = parse_ours(statement)
         runs = () if ours is not None else tuple(find_agent_runs(statement))
-        return ParsedStatement(statement, ours, runs)
+        return self._with_models(ParsedStatement(statement, ours, runs))
+
+    def _with_models(self, parsed: ParsedStatement) -> ParsedStatement:
+        """Where Flink's SQL has no models (1.20, 2.0): a model statement made ours; a
+        statement calling ``ML_PREDICT`` refused with what to use instead."""
+        models = self.host.own_models
+        if models is None or parsed.ours is not None:
+            return parsed
+        model = parse_model_statement(parsed.statement)
+        if model is not None:
+            return replace(parsed, ours=model, agent_runs=())
+        error = ml_predict_error(parsed.statement, models.flink_version)
+        if error is not None:
+            raise error
+        return parsed
+
+    def _execute_ours(self, ours: SqlStatement) -> SqlResult:
+        if isinstance(ours, CreateModel | ModelStatement):
+            assert self.host.own_models is not None  # made ours only then
+            return self.host.own_models.execute(ours)
+        return self.executor.execute(ours)
 
     def rewrite(self, parsed: ParsedStatement) -> str:
         """The statement's text with each ``agent_run(...)`` replaced by its view."""
@@ -175,7 +196,7 @@ class SqlSession:
             SqlError: the first failing statement (its line and column named); no INSERT job
                 was submitted then.
         """
-        parsed = parse_script(script)
+        parsed = [self._with_models(item) for item in parse_script(script)]
         steps: list[ScriptStep] = []
         pending = self.t_env.create_statement_set()
         queued: list[Statement] = []
@@ -193,7 +214,7 @@ class SqlSession:
                 if item.ours is not None:
                     if group is not None:
                         raise SqlError("a statement set holds INSERT statements only")
-                    emit(ScriptStep(statement, self.executor.execute(item.ours)))
+                    emit(ScriptStep(statement, self._execute_ours(item.ours)))
                 elif words == ["BEGIN", "STATEMENT", "SET"]:
                     group = []
                     emit(ScriptStep(statement, SqlResult()))
