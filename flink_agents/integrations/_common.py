@@ -161,7 +161,8 @@ class ModelClientSettings(RateLimitSettings):
         timeout: seconds one attempt may take as a whole (connect, send, the complete
             reply) before it counts as failed (and is retried).
         total_timeout: seconds the whole call may take, every attempt and the waits
-            between them included (not the wait for a free place, ``max_concurrency``);
+            between them included (not the governor's wait for the first attempt's place
+            and start; its waits before retries count);
             default: 300 for chat models, 120 for embedding models. Past it the call fails
             with :class:`~flink_agents.errors.ModelCallTimeoutError`.
         max_retries: further attempts after a retryable failure (429, 5xx, timeout,

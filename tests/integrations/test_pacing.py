@@ -7,6 +7,7 @@ event loops and threads; the whole against a real quota server in test_rate_limi
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -372,6 +373,23 @@ async def test_a_cancelled_wait_gives_its_place_back():
         await waiting
     governor.succeeded(first)
     assert governor.in_use == 0 and governor.waiting == 0
+
+
+def test_a_sync_wait_with_a_timeout_gives_up_holding_nothing():
+    # A call's retry may wait only what is left of its deadline (total_timeout).
+    governor = Governor(requests_per_second=10.0, concurrency=1)
+    held = governor.acquire_sync()
+    with pytest.raises(TimeoutError):  # no place free
+        governor.acquire_sync(timeout=0.05)
+    governor.succeeded(held)
+    assert governor.in_use == 0 and governor.waiting == 0
+    governor.throttled(governor.acquire_sync(), retry_after=30.0)  # a pause of 30 s
+    with pytest.raises(TimeoutError):  # a place, but no start before the pause ends
+        governor.acquire_sync(timeout=0.05)
+    assert governor.in_use == 0 and governor.waiting == 0 and not governor._queue
+    # The pause is over (and its empty bucket refilled): the next attempt goes at once.
+    governor.pause_until = governor._requests.tat = -math.inf
+    governor.succeeded(governor.acquire_sync(timeout=5.0))
 
 
 # -- headers and estimates ---------------------------------------------------------------------

@@ -6,13 +6,15 @@ Assertions are on counts the servers keep (requests accepted and refused), never
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.resource import ResourceDescriptor
-from flink_agents.errors import ModelCallError
+from flink_agents.errors import ModelCallError, ModelCallTimeoutError
 from flink_agents.integrations.chat_models.anthropic.anthropic_chat_model import (
     AnthropicChatModelConnection,
 )
@@ -94,6 +96,26 @@ async def test_each_providers_throttling_answer_is_recognised(server_cls, connec
             sync.chat(USER, model=model)
     assert info.value.throttled and "after 2 attempt(s)" in str(info.value)
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_a_pause_longer_than_the_calls_deadline_ends_the_call_at_its_deadline(mode):
+    # The server asks for 60 s; the call may take 1 s in all: it fails as timed out at its
+    # deadline, without a second request (the governor's wait is clipped to the time left).
+    with OpenAIServer([OpenAIServer.throttled(retry_after=60), "fine"]) as server:
+        conn = _openai(server, total_timeout=1.0)
+        start = time.monotonic()
+        with pytest.raises(ModelCallTimeoutError, match=r"deadline of 1s") as info:
+            if mode == "sync":
+                conn.chat(USER, model="gpt-t")
+            else:
+                asyncio.run(conn.achat(USER, model="gpt-t"))
+        elapsed = time.monotonic() - start
+        conn.close()
+    assert elapsed < 30, elapsed  # far below the 60 s asked for, whatever the load
+    assert info.value.timeout == 1.0 and "after 1 attempt(s)" in str(info.value)
+    assert len(server.requests) == 1
+    assert conn.governor.in_use == 0 and conn.governor.waiting == 0
 
 
 @pytest.mark.parametrize(
