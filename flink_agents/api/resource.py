@@ -48,7 +48,7 @@ RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
 
 @dataclass(frozen=True)
 class ResourcePlacement:
-    """Where a resource runs, as the runtime tells it (:meth:`Resource.open`).
+    """Where a resource runs, as the runtime tells it (:meth:`Resource.set_placement`).
 
     Attributes:
         name: the name the resource is declared under.
@@ -106,15 +106,16 @@ class Resource(BaseModel, ABC):
     def resource_type(cls) -> ResourceType:
         """The kind of this resource."""
 
-    def open(self, placement: ResourcePlacement) -> None:
+    def set_placement(self, placement: ResourcePlacement) -> None:
         """Called by the runtime once, right after it created the resource and before the
         resource is used: where it runs (parallelism, metric group). An override calls
-        ``super().open(placement)``."""
+        ``super().set_placement(placement)``. (Not upstream's ``open()``: a resource
+        written for upstream may define that hook with no arguments.)"""
         self._placement = placement
 
     @property
     def placement(self) -> ResourcePlacement:
-        """What :meth:`open` was given (a resource made by hand: one subtask, no metrics)."""
+        """What :meth:`set_placement` was given (a resource made by hand: one subtask, no metrics)."""
         return self._placement or ResourcePlacement()
 
     def close(self) -> None:

@@ -69,7 +69,7 @@ class ResourceCache:
             if found is None:
                 found = self._create(name, rtype)
                 if isinstance(found, Resource):
-                    found.open(self._placement(name, rtype))
+                    found.set_placement(self._placement(name, rtype))
                 self._cache[key] = found
                 self.created[key] = self.created.get(key, 0) + 1
             return found
