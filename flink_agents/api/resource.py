@@ -116,7 +116,8 @@ class Resource(BaseModel, ABC):
 
     @property
     def placement(self) -> ResourcePlacement:
-        """What :meth:`set_placement` was given (a resource made by hand: one subtask, no metrics)."""
+        """What :meth:`set_placement` was given (a resource made by hand: one subtask, no
+        metrics)."""
         return self._placement or ResourcePlacement()
 
     def close(self) -> None:

@@ -159,7 +159,9 @@ def test_share_of_the_job_wide_limit_comes_from_the_placement():
         max_concurrency=16,
     )
     group = SimpleMetricGroup("agent")
-    conn.set_placement(ResourcePlacement(name="llm", parallelism=3, subtask_index=1, metric_group=group))
+    conn.set_placement(
+        ResourcePlacement(name="llm", parallelism=3, subtask_index=1, metric_group=group)
+    )
     governor = conn.governor
     assert governor.declared_rate == pytest.approx(600 / 60 / 3)
     assert governor._tokens.rate == pytest.approx(60_000 / 60 / 3)
