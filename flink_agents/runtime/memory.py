@@ -20,6 +20,10 @@ from flink_agents.errors import MemoryValueError
 #: Value stored at the path of a nested object.
 OBJECT: dict[str, int] = {"__memory_object__": 1}
 
+#: The first part of memory paths the runtime keeps for itself (a key's token budget:
+#: ``runtime/governance.py``); actions cannot write there.
+RESERVED_PREFIX = "__flink_agents__"
+
 
 def _is_object(value: Any) -> bool:
     return isinstance(value, dict) and value == OBJECT
@@ -58,6 +62,14 @@ def _check_path(path: str) -> str:
     if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
         raise MemoryValueError(f"invalid memory path {path!r}: use dotted names like 'a.b.c'")
     return path
+
+
+def _check_writable(path: str) -> None:
+    if path.split(".", 1)[0] == RESERVED_PREFIX:
+        raise MemoryValueError(
+            f"memory path {path!r} is reserved: flink-agents keeps its own data under "
+            f"{RESERVED_PREFIX!r}; use another name"
+        )
 
 
 class MemoryStore:
@@ -113,6 +125,7 @@ class MemoryStore:
     # -- object operations -----------------------------------------------------------------
     def set(self, path: str, value: Any) -> None:
         _check_path(path)
+        _check_writable(path)
         value = check_value(value, path)
         parts = path.split(".")
         for i in range(1, len(parts)):
@@ -129,6 +142,7 @@ class MemoryStore:
 
     def new_object(self, path: str, overwrite: bool) -> None:
         _check_path(path)
+        _check_writable(path)
         if self._exists(path):
             if _is_object(self._raw(path)) and not overwrite:
                 return

@@ -81,6 +81,7 @@ PUBLIC = {
     "flink_agents.api.resource": {
         "Resource",
         "ResourceDescriptor",
+        "ResourcePlacement",
         "ResourceName",
         "ResourceType",
         "SerializableResource",
@@ -189,6 +190,7 @@ PUBLIC = {
         "load_yaml",
     },
     "flink_agents.testing.ports": {"free_port", "held_port"},
+    "flink_agents.testing.servers.quota_server": {"QuotaServer", "count_tokens"},
     "flink_agents.testing.run": {"AgentRun", "run_agent"},
     "flink_agents.testing.assertions": {
         "assert_exactly_once",

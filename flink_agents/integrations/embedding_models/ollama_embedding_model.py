@@ -21,7 +21,13 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, snippet
+from flink_agents.integrations._pacing import estimate_text_tokens
 from flink_agents.integrations._throttling import ollama_is_throttling
+
+
+def _usage(data: Any) -> tuple[Any, Any] | None:
+    count = data.get("prompt_eval_count") if isinstance(data, dict) else None
+    return (count, 0) if count is not None else None
 
 
 class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
@@ -35,6 +41,9 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
     """
 
     PROVIDER = "ollama"
+
+    #: Embeddings generate no tokens: the token pacing counts the input only.
+    COMPLETION_GUESS = 0
 
     base_url: str = "http://localhost:11434"
 
@@ -87,7 +96,12 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        data, _ = self.call_with_retries(lambda: self._post("/api/embed", request), model=model)
+        data, _ = self.call_with_retries(
+            lambda: self._post("/api/embed", request),
+            model=model,
+            tokens=estimate_text_tokens(texts),
+            usage_of=_usage,
+        )
         return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
 
     async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
@@ -95,7 +109,14 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        data, _ = await self.acall_with_retries(self._apost, "/api/embed", request, model=model)
+        data, _ = await self.acall_with_retries(
+            self._apost,
+            "/api/embed",
+            request,
+            model=model,
+            tokens=estimate_text_tokens(texts),
+            usage_of=_usage,
+        )
         return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
 
     def close(self) -> None:

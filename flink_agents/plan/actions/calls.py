@@ -82,6 +82,11 @@ async def call_model_offering(
         prompt_args = masked_arguments(prompt_args, mask)
     chain = _chain(ctx, "model")
     timeout = model_timeout(setup, ctx)
+    # Token budgets and the response cache (runtime/governance.py), when configured.
+    guard = getattr(ctx, "model_guard", None)
+    if guard is not None:
+        await guard.before_call(model)
+    reply: ChatMessage
     if not chain and offer_tools:
         # The setup's own call, as before interceptors existed. Passed only when given: a
         # custom setup whose achat predates prompt_args still works.
@@ -90,6 +95,8 @@ async def call_model_offering(
         # Without interceptors the offer is the setup's tools, fixed by the plan: the reply
         # needs not carry it (the chat action asks the setup when the model calls tools).
         achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
+        if guard is not None:
+            achat = guard.cached(achat, setup, messages, options or {})
         reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
     else:
         # Bound to the setup (the same function and record signature): the runtime then
@@ -104,6 +111,8 @@ async def call_model_offering(
             offer_tools,
             timeout,
         )
+    if guard is not None:
+        guard.after_call(reply)
     return take_offered(reply)
 
 

@@ -44,6 +44,7 @@ from flink_agents.secrets import mask_exception
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.runner import AgentRunner
+    from flink_agents.runtime.governance import RunGuard
 
 log = logging.getLogger("flink_agents.runtime")
 T = TypeVar("T")
@@ -76,6 +77,8 @@ class _Run:
         self.info: RunInfo | None = None
         #: How the last failure handled by ``AgentRunner._failed`` ended.
         self.outcome = "retried"
+        #: Tokens of the run's model calls (live or replayed), for the key's budget.
+        self.model_tokens = 0
         #: What ended the run without raising (a dead letter, an ignored run limit).
         self.failure: BaseException | None = None
         #: Near max-events-per-run: ``(event type, action, sent types)`` of each execution.
@@ -84,6 +87,11 @@ class _Run:
     def next_call_id(self) -> str:
         self.call_seq += 1
         return str(self.call_seq)
+
+    def next_call_recorded(self) -> bool:
+        """Whether the next durable call will be answered from the log (a replay)."""
+        rec = self.durable.get(str(self.call_seq + 1))
+        return rec is not None and not rec.pending
 
     def record(self, call_id: str, rec: DurableRecord) -> None:
         self.durable[call_id] = rec
@@ -211,6 +219,13 @@ class RunContext(RunnerContext):
     def event(self) -> Event:
         """The event the action is processing."""
         return self._event
+
+    @property
+    def model_guard(self) -> RunGuard | None:
+        """Budgets and cache around this execution's model calls (None: neither is
+        configured); ``plan/actions/calls.py: call_model`` asks it."""
+        governance = self._run.runner.governance
+        return None if governance is None else governance.guard(self._run, self._action.name)
 
     @property
     def agent_plan(self) -> AgentPlan:
@@ -398,6 +413,8 @@ class RunContext(RunnerContext):
     ) -> None:
         runner = self._run.runner
         owner = getattr(func, "__self__", None)
+        if owner is None:  # a wrapper (a timeout) of a resource's method
+            owner = getattr(getattr(func, "__wrapped__", None), "__self__", None)
         # Resources live as long as the runner, so their ids are stable keys.
         cache_key = id(owner) if owner is not None else signature
         target = runner._call_targets.get(cache_key)

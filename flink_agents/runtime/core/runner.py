@@ -61,6 +61,7 @@ from flink_agents.runtime.core.memory_events import (
     run_begin_event,
 )
 from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
+from flink_agents.runtime.governance import ModelGovernance, commit_key_tokens
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
@@ -102,13 +103,13 @@ class AgentRunner:
     def __init__(self, plan: AgentPlan, *, resources: ResourceCache | None = None) -> None:
         self.plan = plan
         self.config = plan.get_config()
-        self.resources = resources or ResourceCache(plan)
+        self.metrics = SimpleMetricGroup("agent")
+        self.resources = resources or ResourceCache(plan, metrics=self.metrics)
+        self.resources.metrics = self.metrics
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
             thread_name_prefix="flink-agents-call",
         )
-        self.metrics = SimpleMetricGroup("agent")
-        self.resources.metrics = self.metrics
         #: Plain counts of runs, events and actions (always kept: an integer addition per
         #: event and action); the built-in metrics read them.
         self.counts = RunCounts()
@@ -185,6 +186,13 @@ class AgentRunner:
         self._usage_scoped = self.agent_metrics is not None and bool(
             plan.resource_providers.get(ResourceType.EMBEDDING_MODEL)
         )
+        #: Token budgets and the response cache (None: neither is configured).
+        self.governance: ModelGovernance | None = (
+            ModelGovernance(self.config, self.metrics, lambda: self.resources.parallelism)
+            if ModelGovernance.configured(self.config)
+            else None
+        )
+        self._key_budget = self.governance is not None and self.governance.key_budget is not None
         #: Event listeners (None: none, and the loop skips them).
         self._listeners: tuple[EventListener, ...] | None = None
         #: Which memory operations become memory events (None: none).
@@ -350,6 +358,8 @@ class AgentRunner:
                 )
             )
             # A runaway run keeps what it did so far, as an ignored failure goes on.
+        if self._key_budget:
+            commit_key_tokens(run)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
@@ -582,6 +592,8 @@ class AgentRunner:
         )
         if await self._agent_hook(run, self.plan.hooks_at(HookPoint.AFTER_AGENT.value), after):
             run.result.outputs = list(after.outputs)
+        if self._key_budget:
+            commit_key_tokens(run)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result
