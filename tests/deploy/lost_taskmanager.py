@@ -1,0 +1,290 @@
+"""A TaskManager lost mid-job on a local standalone cluster (issue 24, item 6).
+
+The job (``python lost_taskmanager.py OUT_DIR CALLS_FILE``, submitted with ``-p 4``):
+2,000 keys with two inputs each through the memory agent, whose model takes 200 ms and
+appends a line per call to ``CALLS_FILE``; outputs as JSON lines to an exactly-once FileSink.
+
+:func:`run_scenario` starts a cluster of 2 TaskManagers x 2 slots, submits the job, and once
+a quarter of the model calls were made kills one TaskManager with ``kill -9`` and starts a
+new one in its place (the job needs all 4 slots). Flink restarts the job from its last
+checkpoint on the survivor and the new TaskManager. Used by
+``tests/deploy/test_lost_taskmanager.py`` and ``benchmarks/lost_taskmanager.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+KEYS, PASSES = 2000, 2
+LATENCY = 0.2
+# Per subtask: 4 x 8 / 0.2 s = 160 calls/s, about 25 s of calls. The calls made since the
+# last checkpoint (on every subtask: the job restarts as a whole) are made again, so the
+# rate times the time between checkpoints must stay well under 5 % of the 4,000 calls.
+MAX_IN_FLIGHT = 8
+CHECKPOINT_MS = 300
+JOB = Path(__file__).resolve()
+
+
+def record(n: int) -> dict:
+    return {"key": f"k{int(n) % KEYS}", "i": int(n)}
+
+
+def main(out_dir: str, calls_file: str) -> None:
+    from pyflink.common import WatermarkStrategy
+    from pyflink.common.typeinfo import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+
+    from flink_agents.api.execution_environment import AgentsExecutionEnvironment
+    from flink_agents.testing.minicluster import exactly_once_sink
+    from tests.flink import agents
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(CHECKPOINT_MS)
+    # The agent is saturated and records queue in front of it: an aligned barrier would
+    # wait behind them for seconds, an unaligned one overtakes them.
+    env.get_checkpoint_config().enable_unaligned_checkpoints()
+    agents_env = AgentsExecutionEnvironment.get_execution_environment(
+        env, **{"max-in-flight": MAX_IN_FLIGHT}
+    )
+    numbers = env.from_source(
+        NumberSequenceSource(0, KEYS * PASSES - 1), WatermarkStrategy.no_watermarks(), "n"
+    )
+    records = numbers.map(record, output_type=Types.PICKLED_BYTE_ARRAY())
+    out = (
+        agents_env.from_datastream(records, key_selector=lambda r: r["key"])
+        .apply(agents.memory_agent(latency=LATENCY, count_file=calls_file), uid="lost-tm-agent")
+        .to_datastream()
+    )
+    exactly_once_sink(out, out_dir)
+    agents_env.execute("flink-agents lost TaskManager")
+
+
+def _lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for _ in fh)
+    except FileNotFoundError:
+        return 0
+
+
+def _taskmanager_pids(workdir: Path) -> list[int]:
+    pids: list[int] = []
+    for pid_file in (workdir / "pid").glob("*taskexecutor*.pid"):
+        pids += [int(p) for p in pid_file.read_text(encoding="utf-8").split() if p.isdigit()]
+    return [p for p in pids if _alive(p)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _all_running(rest: str, job_id: str) -> bool:
+    from flink_agents.ops import jobs
+
+    detail = jobs._call(rest, "GET", f"/jobs/{job_id}")
+    counts = [v.get("tasks", {}) for v in detail.get("vertices", [])]
+    return bool(counts) and all(c.get("RUNNING", 0) == sum(c.values()) for c in counts)
+
+
+def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) -> dict[str, Any]:
+    """Run the scenario in ``tmp``; the figures and the outputs (the cluster is stopped)."""
+    from flink_agents.ops import cluster, jobs
+    from flink_agents.testing.minicluster import committed_records
+    from flink_agents.testing.ports import free_port
+
+    workdir, out_dir, calls = tmp / "cluster", tmp / "out", tmp / "calls.txt"
+    port = free_port()
+    rest = f"localhost:{port}"
+    began = time.monotonic()
+    cluster.start_cluster(
+        workdir,
+        port=port,
+        slots=2,
+        taskmanagers=2,
+        # A lost TaskManager is noticed within seconds (defaults: 10 s beats, 50 s timeout).
+        extra_config={"heartbeat.interval": 1000, "heartbeat.timeout": 5000},
+    )
+    try:
+        started = time.monotonic() - began
+        submitted = cluster.submit(
+            JOB,
+            workdir=workdir,
+            args=[str(out_dir), str(calls)],
+            detached=True,
+            parallelism=4,
+            timeout=timeout,
+        )
+        assert submitted.returncode == 0 and submitted.job_id, submitted.output[-3000:]
+        job_id = submitted.job_id
+        deadline = time.monotonic() + timeout
+        total = KEYS * PASSES
+        while _lines(calls) < total * kill_at:
+            assert time.monotonic() < deadline, f"only {_lines(calls)} calls in {timeout}s"
+            assert jobs.job_state(rest, job_id) not in jobs.TERMINAL_STATES
+            time.sleep(0.05)
+        victim = _taskmanager_pids(workdir)[0]
+        calls_at_kill = _lines(calls)
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        # The replacement (the job needs all 4 slots).
+        home = cluster.pyflink_home()
+        subprocess.run(
+            ["bash", str(home / "bin" / "taskmanager.sh"), "start"],
+            env=cluster._env(workdir),
+            check=True,
+            capture_output=True,
+            timeout=120,
+            start_new_session=True,
+        )
+        # Recovered: the job restarted (a restart counted) and every task runs again.
+        recovered = None
+        while recovered is None:
+            assert time.monotonic() < deadline, "the job did not recover"
+            detail = jobs._call(rest, "GET", f"/jobs/{job_id}")
+            state = detail.get("state")
+            assert state not in ("FAILED", "CANCELED"), state
+            restarts = _restarts(rest, job_id)
+            if restarts and (state == "FINISHED" or _all_running(rest, job_id)):
+                recovered = time.monotonic() - killed
+            else:
+                time.sleep(0.1)
+        state = jobs.wait_for_state(rest, job_id, timeout=max(deadline - time.monotonic(), 1))
+        finished = time.monotonic()
+        outputs = committed_records(out_dir)
+        counts = jobs.checkpoint_stats(rest, job_id).get("counts", {})
+        return {
+            "state": state,
+            "restored": int(counts.get("restored", 0)),
+            "outputs": outputs,
+            "calls": _lines(calls),
+            "calls_at_kill": calls_at_kill,
+            "runs": total,
+            "restarts": _restarts(rest, job_id),
+            "recovery_s": recovered,
+            "cluster_start_s": started,
+            "after_kill_s": finished - killed,
+            "scenario_s": finished - began,
+        }
+    finally:
+        cluster.stop_cluster(workdir)
+        for pid in _taskmanager_pids(workdir):  # the replacement, if stop missed it
+            os.kill(pid, signal.SIGKILL)
+
+
+def _restarts(rest: str, job_id: str) -> int:
+    from flink_agents.ops import jobs
+
+    found = jobs._call(rest, "GET", f"/jobs/{job_id}/metrics?get=numRestarts")
+    return int(float(found[0]["value"])) if found else 0
+
+
+def run_jobmanager_scenario(
+    tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0
+) -> dict[str, Any]:
+    """The JobManager killed instead: standalone mode without high availability
+    (ZooKeeper or Kubernetes) keeps no job across a JobManager's restart, so a new one is
+    started and the job submitted again from its latest checkpoint (``-s``, as a
+    savepoint), found in the job's checkpoint directory."""
+    from flink_agents.ops import cluster, jobs
+    from flink_agents.testing.minicluster import committed_records
+    from flink_agents.testing.ports import free_port
+
+    workdir, out_dir, calls = tmp / "cluster", tmp / "out", tmp / "calls.txt"
+    checkpoints = tmp / "checkpoints"
+    port = free_port()
+    rest = f"localhost:{port}"
+    total = KEYS * PASSES
+    cluster.start_cluster(
+        workdir,
+        port=port,
+        slots=2,
+        taskmanagers=2,
+        extra_config={"heartbeat.interval": 1000, "heartbeat.timeout": 5000},
+    )
+    try:
+        args = [str(out_dir), str(calls)]
+        # Where the resubmission after the lost JobManager finds the latest checkpoint.
+        flink_args = [f"-Dexecution.checkpointing.dir={checkpoints.as_uri()}"]
+        first = cluster.submit(
+            JOB, workdir=workdir, args=args, detached=True, parallelism=4, flink_args=flink_args
+        )
+        assert first.returncode == 0 and first.job_id, first.output[-3000:]
+        deadline = time.monotonic() + timeout
+        while _lines(calls) < total * kill_at:
+            assert time.monotonic() < deadline, f"only {_lines(calls)} calls in {timeout}s"
+            time.sleep(0.05)
+        (jobmanager,) = [
+            int(p)
+            for f in (workdir / "pid").glob("*standalonesession*.pid")
+            for p in f.read_text(encoding="utf-8").split()
+            if p.isdigit() and _alive(int(p))
+        ]
+        calls_at_kill = _lines(calls)
+        os.kill(jobmanager, signal.SIGKILL)
+        killed = time.monotonic()
+        home = cluster.pyflink_home()
+        subprocess.run(
+            ["bash", str(home / "bin" / "jobmanager.sh"), "start"],
+            env=cluster._env(workdir),
+            check=True,
+            capture_output=True,
+            timeout=120,
+            start_new_session=True,
+        )
+        # The TaskManagers register with the new JobManager once their old tasks are gone.
+        while True:
+            assert time.monotonic() < deadline, "the JobManager did not come back"
+            status = cluster.cluster_status(workdir)
+            if status.running and status.slots_available >= 4:
+                break
+            time.sleep(0.2)
+        back = time.monotonic() - killed
+        # The latest complete one (a checkpoint in progress at the kill has no _metadata).
+        latest = max(
+            (m.parent for m in checkpoints.glob(f"{first.job_id}/chk-*/_metadata")),
+            key=lambda p: int(p.name.split("-")[1]),
+        )
+        second = cluster.submit(
+            JOB,
+            workdir=workdir,
+            args=args,
+            detached=True,
+            parallelism=4,
+            flink_args=flink_args,
+            from_savepoint=str(latest),
+        )
+        assert second.returncode == 0 and second.job_id, second.output[-3000:]
+        state = jobs.wait_for_state(
+            rest, second.job_id, timeout=max(deadline - time.monotonic(), 1)
+        )
+        return {
+            "state": state,
+            "outputs": committed_records(out_dir),
+            "calls": _lines(calls),
+            "calls_at_kill": calls_at_kill,
+            "runs": total,
+            "jobmanager_back_s": back,
+            "restored_from": latest.name,
+            "after_kill_s": time.monotonic() - killed,
+        }
+    finally:
+        cluster.stop_cluster(workdir)
+        for f in (workdir / "pid").glob("*.pid"):
+            for p in f.read_text(encoding="utf-8").split():
+                if p.isdigit() and _alive(int(p)):
+                    os.kill(int(p), signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
