@@ -21,6 +21,8 @@
  |    |    +-- InterceptorError  a model or tool interceptor raised (carries its name)
  |    |    +-- HookError         a hook raised (carries its name and point)
  |    |    +-- InputSchemaError  an input does not match the agent's input schema
+     |    +-- SubagentError          a sub-agent's run failed (names the sub-agent)
+     |    |    +-- SubagentDepthError  a call past ``max-subagent-depth``
      |    +-- ResourceError          a resource could not be found or created
      |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
      |    |                          dimension mismatch, bad filter, missing id)
@@ -371,6 +373,26 @@ class InputSchemaError(ActionError):
     the same way); it fails at once, as RETRY does when its retries run out.
     """
 
+    retryable = False
+
+
+class SubagentError(RuntimeFailure):
+    """A sub-agent's run failed (its own error is the ``__cause__``).
+
+    Attributes:
+        subagent: the sub-agent's path (``researcher``, or ``researcher/fetcher`` for a
+            sub-agent of a sub-agent).
+    """
+
+    def __init__(self, message: str, *, subagent: str | None = None, **where: Any) -> None:
+        self.subagent = subagent
+        super().__init__(message, **where)
+
+
+class SubagentDepthError(SubagentError):
+    """A sub-agent call would nest deeper than ``max-subagent-depth`` allows."""
+
+    #: Calling again cannot help: the RETRY strategy does not retry it.
     retryable = False
 
 

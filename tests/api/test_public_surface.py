@@ -138,6 +138,7 @@ PUBLIC = {
     "flink_agents.api.prompts.prompt": {"LocalPrompt", "Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
+    "flink_agents.api.tools.agent_tool": {"AgentTool"},
     "flink_agents.api.execution_environment": {
         "AgentBuilder",
         "AgentsExecutionEnvironment",
