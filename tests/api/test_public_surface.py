@@ -157,6 +157,7 @@ PUBLIC = {
         "MessageRole",
         "PromptMessage",
         "PromptSpec",
+        "SubagentSpec",
         "ToolSpec",
         "YamlAgentsDocument",
         "export",
