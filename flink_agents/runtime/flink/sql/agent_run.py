@@ -23,6 +23,7 @@ from pyflink.datastream import KeySelector
 from pyflink.table import DataTypes, Schema
 
 from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.api.tools.agent_tool import AgentTool
 from flink_agents.errors import CatalogError, SqlError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink import _pyflink_internals as internals
@@ -207,7 +208,7 @@ class AgentRunTranslator:
         self,
         agent_ident: ObjectIdentifier,
         definition: CatalogAgent,
-        column: int,
+        column: int | None,
         memory_turns: int,
     ) -> SqlAgent:
         model = self.executor.model(definition.model)
@@ -215,6 +216,13 @@ class AgentRunTranslator:
         servers: dict[str, Any] = {}
         tool_names: list[str] = []
         for ident in definition.tools:
+            if not self.catalog.exists("tool", ident):  # another agent: a sub-agent
+                sub = self.catalog.get_agent(ident)
+                tools[ident.name] = AgentTool(
+                    self._agent(ident, sub, None, 0), description=sub.comment or None
+                )
+                tool_names.append(ident.name)
+                continue
             tool = self.catalog.get_tool(ident)
             if tool.function is not None:
                 tools[ident.name] = FlinkFunctionTool.create(
