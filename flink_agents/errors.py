@@ -391,7 +391,8 @@ class SubagentError(RuntimeFailure):
 
 
 class SubagentDepthError(SubagentError):
-    """A sub-agent call would nest deeper than ``max-subagent-depth`` allows."""
+    """A sub-agent call would nest deeper than ``max-subagent-depth`` allows. Permanent: the
+    RETRY strategy does not run the action again for it (the same call nests as deep)."""
 
     #: Calling again cannot help: the RETRY strategy does not retry it.
     retryable = False

@@ -4,7 +4,7 @@ A **team**: a ReAct agent (``coordinator``) whose scripted model delegates each 
 the sub-agent ``researcher`` (a ReAct agent of its own, called as a tool), whose scripted
 model calls the tool ``lookup`` and answers with what it found. Each input is a dict
 ``{"id": ..., "q": ..., "log": path}``; every model call really made is appended to the
-``log`` file as ``{"model", "id", "step"}`` (the workers of a Flink job may be other
+``log`` file as ``{"model", "id", "q", "step"}`` (the workers of a Flink job may be other
 processes), so a test sees whether a call was made twice. Replies report token usage.
 
 A **workflow**: an action that calls sub-agents with ``ctx.call_agent`` (a counter keeping
@@ -19,6 +19,7 @@ from typing import Any
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.agents.react_agent import ReActAgent
 from flink_agents.api.chat_message import ChatMessage, MessageRole
+from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
 from flink_agents.api.events.event import InputEvent, OutputEvent
 from flink_agents.api.resource import Resource, ResourceDescriptor, ResourceType
 from flink_agents.api.runner_context import RunnerContext
@@ -43,7 +44,8 @@ def _question(messages: list[ChatMessage]) -> dict[str, Any]:
 def _log(doc: dict[str, Any], model: str, step: int) -> None:
     if doc.get("log"):
         with open(doc["log"], "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"model": model, "id": doc["id"], "step": step}) + "\n")
+            line = {"model": model, "id": doc["id"], "q": doc["q"], "step": step}
+            fh.write(json.dumps(line) + "\n")
 
 
 def _tool_results(messages: list[ChatMessage]) -> list[str]:
@@ -65,7 +67,7 @@ def coordinator_reply(messages: list[ChatMessage], tools: Any) -> dict[str, Any]
     results = _tool_results(messages)
     _log(doc, "coordinator", len(results) + 1)
     if not results:
-        task = {"id": doc["id"], "q": doc["q"], "log": doc.get("log")}
+        task = {"id": doc["id"], "q": doc["q"], "log": doc.get("log"), "tool": doc.get("tool")}
         return _call("researcher", PARENT_USAGE, input=json.dumps(task))
     return _reply(f"{doc['id']}: {results[-1]}", PARENT_USAGE)
 
@@ -263,3 +265,19 @@ def with_secret(agent: Agent, name: str, key: str) -> Agent:
     """``agent`` with a :class:`KeyedService` ``name`` holding ``key``."""
     agent.add_resource(name, ResourceDescriptor(clazz=KeyedService, api_key=key))
     return agent
+
+
+# -- workflow actions around the built-in chat action (YAML agents use them) -------------------
+def ask(event: InputEvent, ctx: RunnerContext) -> None:
+    """Sends the input (JSON) to the chat model setup ``model`` (its tools are offered)."""
+    ctx.send_event(
+        ChatRequestEvent(
+            model="model",
+            messages=[ChatMessage(role=MessageRole.USER, content=json.dumps(event.input))],
+        )
+    )
+
+
+def answer(event: ChatResponseEvent, ctx: RunnerContext) -> None:
+    """Outputs the model's answer."""
+    ctx.send_event(OutputEvent(output=event.response.content))

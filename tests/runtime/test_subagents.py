@@ -76,13 +76,17 @@ def test_react_agent_delegates_to_an_agent_tool_on_the_local_environment(tmp_pat
     assert {c["name"] for c in run.event_log.calls("tool")} == {"lookup"}
     actions = {e.get("action") for e in run.event_log.events()}
     assert {"researcher/react_start_action", "researcher/react_stop_action"} <= actions
-    # The sub-agent's input event was sent by the coordinator's tool action.
+    # The sub-agent's input event: caused by the coordinator's tool request.
+    requests = {e["eventId"] for e in run.event_log.events("_tool_request_event")}
     child_inputs = [
-        e for e in run.event_log.events("_input_event") if e.get("action") == "tool_call_action"
+        e for e in run.event_log.events("_input_event") if e.get("parentEventId") in requests
     ]
     assert len(child_inputs) == len(records)
+    assert all(e.get("action") is None for e in child_inputs)
     metrics = run.event_log.metrics()
-    assert metrics["action.researcher/react_start_action.numOfActionsExecuted"] == 6
+    # 5 executions per run of each agent (start, chat x2, tool, stop), none more.
+    assert metrics["numOfActionsExecuted"] == 2 * 5 * len(records)
+    assert metrics["numOfRuns"] == len(records)
 
 
 def test_the_sub_agent_can_be_an_agent_resource_listed_as_a_tool():
@@ -497,3 +501,18 @@ def test_a_section_checks_its_names_against_the_plans_around_it():
     )
     parent.add_resource("missing_tool", sa.lookup)  # the parent's tool: found from the child
     AgentPlan.from_agent(parent, None, env.resources)
+
+
+def test_a_sub_agents_model_may_call_only_the_tools_its_setup_offered():
+    runner = _runner(sa.team())
+    try:
+        # The sub-agent's model asks for "researcher" (the coordinator's tool, which the
+        # sub-agent's resources would find): it was not offered that, so it is refused.
+        (answer,) = runner.run_sync("k1", sa.question(1, tool="researcher")).outputs
+        assert answer.startswith("k1: found Error: unknown tool 'researcher'")
+        assert "the tools you can call are: lookup" in answer
+        sub = runner.metrics.to_dict()["subagent"]["researcher"]
+        assert sub["numOfUnauthorizedToolCalls"] == 1
+        assert sub["numOfRuns"] == 1 and sa.LOOKUPS == []
+    finally:
+        runner.close()

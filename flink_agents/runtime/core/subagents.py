@@ -16,7 +16,7 @@ calls) runs the sub-agent's plan section (``plan/subagents.py``) in the caller's
   log (the host commits them with the input);
 - **one run for the observers**: its steps, calls and events go to the caller's observers
   (the event log) with the action names qualified (``researcher/chat_model_action``); its
-  input event as sent by the calling action;
+  input event with the event the calling action handles as its parent;
 - **depth**: a call deeper than ``max-subagent-depth`` raises :class:`SubagentDepthError`;
   an approval pause inside it pauses the whole run (``RunPaused`` goes through), and the
   resumed run replays down to it.
@@ -188,21 +188,22 @@ def _without(observer: RunObserver | None, metrics: RunObserver | None) -> RunOb
 
 class _SubRunInfo(RunInfo):
     """The caller's run as a sub-agent's observers see it: the same run (its id, times and
-    per-observer data), plus the event and action that called the sub-agent."""
+    per-observer data), plus the event the calling action was handling."""
 
-    __slots__ = ("caller_action", "caller_event")
+    __slots__ = ("caller_event",)
 
-    def __init__(self, info: RunInfo, caller_event: Event, caller_action: str) -> None:
+    def __init__(self, info: RunInfo, caller_event: Event) -> None:
         super().__init__(info.key, info.run_id, info.started, info.started_perf)
         self.data = info.data
         self.caller_event = caller_event
-        self.caller_action = caller_action
 
 
 class _Qualified(RunObserver):
     """A sub-agent's steps and calls for its caller's observers: action names qualified
-    with the sub-agent's name; its input event as sent by the calling action. Runs start
-    and end with the caller's."""
+    with the sub-agent's name; its input event with the event the calling action handles
+    as its parent (and no action: the calling action is still running, and its execution
+    is described by the events it sends when it ends). Runs start and end with the
+    caller's."""
 
     def __init__(self, inner: RunObserver, prefix: str) -> None:
         self.inner = inner
@@ -212,10 +213,8 @@ class _Qualified(RunObserver):
     def events_sent(self, sent: EventsSent) -> None:
         run = sent.run
         if sent.action is None and isinstance(run, _SubRunInfo):
-            # The sub-agent's input event: sent by the action that called it.
-            self.inner.events_sent(
-                EventsSent(run, sent.events, run.caller_event, run.caller_action)
-            )
+            # The sub-agent's input event: caused by the event the caller handles.
+            self.inner.events_sent(EventsSent(run, sent.events, run.caller_event, None))
             return
         self.inner.events_sent(sent._replace(action=f"{self.prefix}{sent.action}"))
 
@@ -237,7 +236,6 @@ class SubRun(_Run):
         call_id: str,
         depth: int,
         caller_event: Event,
-        caller_action: str,
     ) -> None:
         prefix = f"{MEMORY_PREFIX}{runner.name}."
         snapshot = {
@@ -252,7 +250,7 @@ class SubRun(_Run):
         self.call_prefix = f"{call_id}."
         self.depth = depth
         if caller.info is not None:
-            self.info = _SubRunInfo(caller.info, caller_event, caller_action)
+            self.info = _SubRunInfo(caller.info, caller_event)
 
     def next_call_id(self) -> str:
         self.call_seq += 1
@@ -365,7 +363,7 @@ async def call_agent(ctx: RunContext, name: str | AgentTool, value: Any) -> Any:
     # The call id the sub-agent's durable calls are numbered under: taken in call order,
     # like any durable call of the caller, so a replay finds the same ids.
     call_id = caller_run.next_call_id()
-    run = SubRun(caller_run, runner, call_id, depth, ctx._event, ctx._action.name)
+    run = SubRun(caller_run, runner, call_id, depth, ctx._event)
     execute = bounded(_execute, tool.timeout, "sub-agent", path)
     return await execute(run, runner, value)
 
