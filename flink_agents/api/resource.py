@@ -41,6 +41,7 @@ RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
         ("connection", ResourceType.CHAT_MODEL_CONNECTION),
         ("prompt", ResourceType.PROMPT),
         ("tools", ResourceType.TOOL),
+        ("subagents", ResourceType.AGENT),
     ],
     ResourceType.EMBEDDING_MODEL: [("connection", ResourceType.EMBEDDING_MODEL_CONNECTION)],
     ResourceType.VECTOR_STORE: [("embedding_model", ResourceType.EMBEDDING_MODEL)],

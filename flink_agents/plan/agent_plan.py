@@ -825,13 +825,20 @@ def _check_references(
                         continue
                     if target is ResourceType.TOOL and ref in declared(ResourceType.AGENT):
                         continue  # a sub-agent, offered as a tool
+                    if target is ResourceType.AGENT and ref in declared(ResourceType.TOOL):
+                        continue  # offered as a tool anyway (an AgentTool added as a tool)
                     if target is ResourceType.TOOL and has_mcp:
                         continue  # may be a tool of an MCP server, resolved at run time
                     known = sorted(declared(target))
+                    how = (
+                        "add_resource(name, ResourceType.AGENT, agent)"
+                        if target is ResourceType.AGENT
+                        else f"@{_decorator_for(target)} or add_resource"
+                    )
                     problems.append(
                         f"{rtype.value} resource {name!r} refers to {target.value} {ref!r} "
                         f"in {arg!r}, which is not declared (declared: {known or 'none'}); "
-                        f"add it with @{_decorator_for(target)} or add_resource"
+                        f"add it with {how}"
                     )
 
 

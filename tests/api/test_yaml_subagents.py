@@ -1,6 +1,6 @@
 """Sub-agents declared in YAML: an agent's ``subagents:`` names other agents of the file
-(or of files loaded before), which its chat model setups list as tools and its actions
-call with ``ctx.call_agent``."""
+(or of files loaded before), which its chat model setups offer (``subagents:`` or
+``tools:``) and its actions call with ``ctx.call_agent``."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ agents:
           respond: "{F}:coordinator_reply"}}
     chat_model_setups:
       - {{name: model, clazz: {SCRIPTED}.ScriptedChatModelSetup, connection: conn,
-          tools: [researcher]}}
+          subagents: [researcher]}}   # as Apache Flink Agents; `tools: [...]` works too
   - name: research_agent
     description: Counts what it is asked, per key.
     actions:
@@ -138,3 +138,11 @@ def test_a_subagent_cycle_across_agents_is_a_plan_error(tmp_path):
     env.load_yaml(_write(tmp_path, text))
     with pytest.raises(PlanValidationError, match="sub-agent cycle 'the agent' -> 'two' -> 'one'"):
         env.from_list([{"key": "k", "value": 1}]).apply("one")
+
+
+def test_a_setup_naming_an_unknown_subagent_is_reported_when_applied(tmp_path):
+    text = FILE.replace("subagents: [researcher]", "subagents: [researchr]")
+    env = AgentsExecutionEnvironment.get_execution_environment()
+    env.load_yaml(_write(tmp_path, text))
+    with pytest.raises(YamlError, match="refers to sub-agent 'researchr'.*did you mean"):
+        env.from_list([{"key": "k", "value": 1}]).apply("coordinator")

@@ -516,3 +516,20 @@ def test_a_sub_agents_model_may_call_only_the_tools_its_setup_offered():
         assert sub["numOfRuns"] == 1 and sa.LOOKUPS == []
     finally:
         runner.close()
+
+
+def test_a_setup_offers_sub_agents_with_subagents_as_upstream():
+    agent = sa.team(as_tool=False)
+    setup = agent.resources[ResourceType.CHAT_MODEL]["_react_chat_model"]
+    setup.arguments.pop("tools")
+    setup.arguments["subagents"] = ["researcher"]
+    runner = _runner(agent)
+    try:
+        assert runner.run_sync("k1", sa.question(1)).outputs == ["k1: found <q1>"]
+        offered = runner.resources.get("_react_chat_model", ResourceType.CHAT_MODEL)
+        assert offered.tools == ["researcher"]
+    finally:
+        runner.close()
+    setup.arguments["subagents"] = ["nobody"]
+    with pytest.raises(PlanValidationError, match=r"refers to agent 'nobody' in 'subagents'"):
+        AgentPlan.from_agent(agent)

@@ -77,6 +77,7 @@ LABEL: dict[ResourceType, str] = {
     ResourceType.MCP_SERVER: "MCP server",
     ResourceType.TOOL: "tool",
     ResourceType.PROMPT: "prompt",
+    ResourceType.AGENT: "sub-agent",
 }
 _MISSING = object()
 
