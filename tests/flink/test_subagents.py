@@ -1,7 +1,12 @@
-"""Sub-agents on a MiniCluster: a ReAct agent delegating to a sub-agent, with a failure and
-a restore (run_agent's ``fail_after``), and a restore while runs are paused for approval
-*inside* their sub-agent: no model call the durable log had is made again, every output
-comes once, the sub-agent's calls and tokens are attributed to it in the event log."""
+"""Sub-agents on a MiniCluster, in one job (jobs cost CI time): a ReAct agent delegating to
+a sub-agent whose tool needs approval, and a failure and restore while runs are paused
+*inside* their sub-agent (their durable records, the sub-agent's among them, in keyed
+state): no model call the durable log had is made again, every output comes once, approval
+works inside the sub-agent across the restore, and the sub-agent's calls and tokens are
+attributed to it in the event log.
+
+Cheaper levels test the rest: tests/runtime/test_subagents.py (the core runner and the
+local environment: replay, memory, depth, metrics, interceptors, approval)."""
 
 from __future__ import annotations
 
@@ -21,12 +26,7 @@ from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
 
 from flink_agents.api.approval import ApprovalRequest, ApprovalResponse
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
-from flink_agents.testing import (
-    assert_exactly_once,
-    assert_no_repeated_calls,
-    assert_per_key_order,
-    run_agent,
-)
+from flink_agents.testing.event_log import read_event_log
 from tests.flink.harness import MODE
 from tests.runtime import subagent_agents as sa
 
@@ -39,43 +39,6 @@ def _made(log: Path) -> list[tuple[str, str, int]]:
         (d["model"], d["q"], d["step"])
         for d in (json.loads(line) for line in log.read_text().splitlines())
     ]
-
-
-def test_delegation_with_a_failure_and_restore_repeats_no_call(tmp_path):
-    log = tmp_path / "calls.jsonl"
-    records = [sa.question(i, str(log)) for i in range(9)]
-    run = run_agent(
-        sa.team(latency=0.02), records, key="id", mode=MODE, fail_after=4, parallelism=2
-    )
-    assert run.failures == 1
-    assert_exactly_once(
-        run,
-        {k: [sa.expected_answer(r) for r in records if r["id"] == k] for k in ("k0", "k1", "k2")},
-    )
-    assert_per_key_order(run)
-    assert_no_repeated_calls(run)
-    assert_no_repeated_calls(run, kind="tool")
-    # Every model call the log shows made once (the count file is written by the workers).
-    made = Counter(_made(log))
-    assert len(made) == 4 * len(records) and max(made.values()) == 1
-    # The sub-agent's calls and tokens are its own in the event log.
-    calls = [c for c in run.event_log.calls("model") if not c.get("replayed")]
-    by_agent = Counter(c["action"] for c in calls)
-    assert by_agent == {
-        "chat_model_action": 2 * len(records),
-        "researcher/chat_model_action": 2 * len(records),
-    }
-    tokens = Counter()
-    for c in calls:
-        tokens[c["action"].partition("/")[0] if "/" in c["action"] else "coordinator"] += c[
-            "usage"
-        ]["prompt_tokens"]
-    assert tokens == {
-        "coordinator": 2 * len(records) * sa.PARENT_USAGE["prompt_tokens"],
-        "researcher": 2 * len(records) * sa.CHILD_USAGE["prompt_tokens"],
-    }
-    tool_calls = run.event_log.calls("tool", replayed=False)
-    assert {c["action"] for c in tool_calls} == {"researcher/tool_call_action"}
 
 
 # -- a restore while runs are paused for approval inside their sub-agent --------------------------
@@ -98,6 +61,10 @@ class _Parse(MapFunction):
         return record
 
 
+def _model_calls(events: Path) -> int:
+    return len(read_event_log(events).calls("model", replayed=False))
+
+
 class _Inbox:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -113,7 +80,7 @@ class _Inbox:
         self.send({"approval": response.model_dump(mode="json")})
 
 
-def test_restore_while_paused_inside_a_sub_agent(tmp_path):
+def test_delegation_with_a_restore_while_paused_inside_the_sub_agent(tmp_path):
     log = tmp_path / "calls.jsonl"
     inbox = _Inbox(tmp_path / "inbox")
     conf = Configuration()
@@ -124,8 +91,9 @@ def test_restore_while_paused_inside_a_sub_agent(tmp_path):
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.enable_checkpointing(300)
+    events = tmp_path / "events"
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
-        env, **{"python.execution-mode": MODE}
+        env, **{"python.execution-mode": MODE, "event-log.enabled": True, "baseLogDir": str(events)}
     )
     source = (
         FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(inbox.path))
@@ -172,6 +140,11 @@ def test_restore_while_paused_inside_a_sub_agent(tmp_path):
                 inbox.answer(requests["k1"].approve())
                 inbox.answer(requests["k2"].reject("not this one"))
             if len(answers) == 3:
+                # The event log is written every event-log.flush-ms while the job runs (a
+                # cancelled job may lose the last flush): wait for the runs' last calls.
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and _model_calls(events) < 4 * len(records):
+                    time.sleep(0.1)
                 break
     assert (tmp_path / "failed").exists()
     assert answers == {
@@ -192,3 +165,27 @@ def test_restore_while_paused_inside_a_sub_agent(tmp_path):
         for step in (1, 2)
     )
     assert max(made.values()) == 1, made
+    # The sub-agent's calls and tokens are its own in the event log (qualified action
+    # names); the calls made before the pauses were answered from the log (replayed).
+    log_of_events = read_event_log(events)
+    calls = log_of_events.calls("model", replayed=False)
+    assert Counter(c["action"] for c in calls) == {
+        "chat_model_action": 2 * len(records),
+        "researcher/chat_model_action": 2 * len(records),
+    }
+    tokens: Counter[str] = Counter()
+    for c in calls:
+        tokens[c["action"].partition("/")[0] if "/" in c["action"] else "coordinator"] += c[
+            "usage"
+        ]["prompt_tokens"]
+    assert tokens == {
+        "coordinator": 2 * len(records) * sa.PARENT_USAGE["prompt_tokens"],
+        "researcher": 2 * len(records) * sa.CHILD_USAGE["prompt_tokens"],
+    }
+    replayed = {c["action"] for c in log_of_events.calls("model", replayed=True)}
+    assert replayed == {"chat_model_action", "researcher/chat_model_action"}
+    tool_calls = log_of_events.calls("tool", replayed=False)
+    assert sorted((c["action"], c["key"]) for c in tool_calls) == [
+        ("researcher/tool_call_action", "k0"),
+        ("researcher/tool_call_action", "k1"),
+    ]
