@@ -126,8 +126,8 @@ def test_create_agent_using_another_agent_and_agent_run(tmp_path: Path) -> None:
               'api-key' = '{SECRET}');
             CREATE AGENT expert USING MODEL gpt USING PROMPT 'You are an expert.'
               COMMENT 'Answers hard questions';
-            CREATE AGENT router USING MODEL gpt USING PROMPT 'You route questions.';
-            ALTER AGENT router ADD TOOL expert;
+            CREATE AGENT router USING MODEL gpt USING PROMPT 'You route questions.'
+              USING TOOLS expert;
             """
         )
         with pytest.raises(CatalogError, match="would call itself through its sub-agents"):
