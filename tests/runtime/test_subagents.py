@@ -378,6 +378,30 @@ def test_approval_inside_a_sub_agent_pauses_the_run_and_resumes_it():
         runner.close()
 
 
+def test_a_pause_inside_a_sub_agent_holds_the_keys_later_inputs_in_order():
+    # The per-key protocol sees the caller's input only: k1's later input waits behind
+    # the run paused inside its sub-agent, runs after the decision (and pauses in turn);
+    # another key is not held.
+    runner = LocalRunner(AgentPlan.from_agent(sa.team(approval=True)))
+    try:
+        first, other = runner.run(
+            [("k1", sa.question(1)), ("k1", sa.question(4)), ("k2", sa.question(2))]
+        )
+        (request,) = first.outputs
+        assert request.arguments == {"q": "q1"} and other.outputs[0].key == "k2"
+        assert _calls() == {"coordinator": 2, "researcher": 2}  # q4 has not started
+        done, held = runner.run([("k1", request.approve())])
+        assert done.outputs == ["k1: found <q1>"]
+        (next_request,) = held.outputs
+        assert (next_request.key, next_request.arguments) == ("k1", {"q": "q4"})
+        (last,) = runner.run([("k1", next_request.approve())])
+        assert last.outputs == ["k1: found <q4>"]
+        assert sa.LOOKUPS == ["q1", "q4"]
+        assert _calls() == {"coordinator": 5, "researcher": 5}  # each once
+    finally:
+        runner.close()
+
+
 def test_an_agent_tool_can_require_approval_itself():
     plan = AgentPlan.from_agent(sa.team(requires_approval=True))
     runner = LocalRunner(plan)
