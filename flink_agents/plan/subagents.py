@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from flink_agents.api.core_options import AgentConfigOptions, AgentConfiguration
 from flink_agents.api.resource import ResourceType
 from flink_agents.errors import PlanValidationError
+from flink_agents.plan.redaction import SECRET_MARKER, is_marker
 
 if TYPE_CHECKING:
     from flink_agents.api.agents.agent import Agent, InterceptorDefinition
@@ -152,35 +153,34 @@ def compile_subagents(
     return sections
 
 
-def adopt_sections(plan: AgentPlan, section_secrets: Mapping[str, Mapping[str, Any]]) -> None:
+def adopt_sections(
+    plan: AgentPlan,
+    section_secrets: Mapping[str, Mapping[str, Any]],
+    secrets: dict[str, Any],
+) -> None:
     """Move the secrets of ``plan``'s sections (``section_secrets``, by section name: their
-    side tables as compiled) into its own side table, their markers renamed under
-    ``subagents/<name>/``, and share its config and secrets with them."""
-    from flink_agents.plan.agent_plan import SECRET_MARKER
-
-    secrets = plan.__pydantic_private__["_secrets"]  # type: ignore[index]
+    side tables as compiled) into ``secrets`` (``plan``'s side table), their markers renamed
+    under ``subagents/<name>/``. ``plan.with_secrets`` then shares it (:func:`share`)."""
     for name, section in plan.subagents.items():
         prefix = f"{SECRET_PREFIX}{name}/"
         own = section_secrets.get(name)
         if own:
-            _rename_markers(section, prefix, SECRET_MARKER)
+            _rename_markers(section, prefix)
             for path, value in own.items():
                 secrets[prefix + path] = value
-    share(plan)
 
 
 def share(plan: AgentPlan) -> None:
-    """Give every section of ``plan`` (recursively) its config and secrets table."""
+    """Give every section of ``plan`` its config and secrets table (``with_secrets`` of
+    each section restores its actions' configs and shares with its own sections)."""
     private = plan.__pydantic_private__
     assert private is not None
     for section in plan.subagents.values():
+        section.config = plan.config
+        section.with_secrets(private["_secrets"])
         section_private = section.__pydantic_private__
         assert section_private is not None
-        if section.config is not plan.config:
-            section.config = plan.config
-            section_private["_configuration"] = private["_configuration"]
-        section_private["_secrets"] = private["_secrets"]
-        share(section)
+        section_private["_configuration"] = private["_configuration"]
 
 
 def section_at(plan: AgentPlan, path: str) -> AgentPlan:
@@ -194,20 +194,22 @@ def section_at(plan: AgentPlan, path: str) -> AgentPlan:
     return plan
 
 
-def _rename_markers(section: AgentPlan, prefix: str, marker: str) -> None:
+def _rename_markers(section: AgentPlan, prefix: str) -> None:
     for by_name in section.resource_providers.values():
         for provider in by_name.values():
-            provider.arguments = _renamed(provider.arguments, prefix, marker)
-            provider.serialized = _renamed(provider.serialized, prefix, marker)
+            provider.arguments = _renamed(provider.arguments, prefix)
+            provider.serialized = _renamed(provider.serialized, prefix)
+    for action in section.actions.values():
+        action.config = _renamed(action.config, prefix)
     for sub in section.subagents.values():
-        _rename_markers(sub, prefix, marker)
+        _rename_markers(sub, prefix)
 
 
-def _renamed(value: Any, prefix: str, marker: str) -> Any:
+def _renamed(value: Any, prefix: str) -> Any:
     if isinstance(value, dict):
-        if len(value) == 1 and marker in value:
-            return {marker: prefix + str(value[marker])}
-        return {k: _renamed(v, prefix, marker) for k, v in value.items()}
+        if is_marker(value):
+            return {**value, SECRET_MARKER: prefix + str(value[SECRET_MARKER])}
+        return {k: _renamed(v, prefix) for k, v in value.items()}
     if isinstance(value, list):
-        return [_renamed(v, prefix, marker) for v in value]
+        return [_renamed(v, prefix) for v in value]
     return value

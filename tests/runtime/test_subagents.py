@@ -465,16 +465,18 @@ def test_sections_round_trip_as_json_and_keep_secrets_out_of_it():
 
     inner = sa.with_secret(sa.single("leaf", sa.count), "store", "sk-inner-0000-secret")
     middle = Agent()
-    middle.add_action("call_inner", "_input_event", sa.call_inner)
+    # A secret in an action's config of a section, too.
+    middle.add_action("call_inner", "_input_event", sa.call_inner, token="sk-action-3333-secret")
     middle.add_resource("inner", ResourceType.AGENT, inner)
     sa.with_secret(middle, "store", "sk-middle-1111-secret")
     root = sa.with_secret(sa.workflow(), "store", "sk-root-2222-secret")
     root.add_resource("middle", ResourceType.AGENT, middle)
     plan = AgentPlan.from_agent(root, {"max-retries": 7})
     text = plan.model_dump_json()
-    for secret in ("sk-inner", "sk-middle", "sk-root"):
+    for secret in ("sk-inner", "sk-middle", "sk-root", "sk-action"):
         assert secret not in text
     assert sorted(plan.secrets) == [
+        "subagents/middle/action/call_inner/token",
         "subagents/middle/subagents/inner/vector_store/store/api_key",
         "subagents/middle/vector_store/store/api_key",
         "vector_store/store/api_key",
@@ -486,6 +488,8 @@ def test_sections_round_trip_as_json_and_keep_secrets_out_of_it():
     loaded = AgentPlan.model_validate_json(text).with_secrets(plan.secrets)
     assert loaded == plan
     inner_plan = loaded.subagents["middle"].subagents["inner"]
+    call_inner = loaded.subagents["middle"].actions["call_inner"]
+    assert call_inner.runtime_config == {"token": "sk-action-3333-secret"}
     assert inner_plan.get_config().get_int("max-retries") == 7
     runner = AgentRunner(loaded)
     try:
