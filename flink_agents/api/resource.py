@@ -31,6 +31,7 @@ class ResourceType(str, Enum):
     MCP_SERVER = "mcp_server"
     #: A sub-agent: another agent this one calls (``flink_agents.api.subagents``).
     AGENT = "agent"
+    SKILLS = "skills"
 
 
 #: Arguments of a resource that name other resources, by the resource's type: what the plan

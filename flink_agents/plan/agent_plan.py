@@ -400,6 +400,7 @@ class AgentPlan(BaseModel):
             PlanValidationError: with every problem found.
         """
         from flink_agents.plan.actions import BUILTIN_ACTIONS
+        from flink_agents.plan.skills import add_skills
         from flink_agents.plan.subagents import SectionScope, adopt_sections, compile_subagents
 
         if not isinstance(config, AgentConfiguration):
@@ -465,6 +466,7 @@ class AgentPlan(BaseModel):
         for source in (resources or {}), agent.resources:
             for rtype, by_name in source.items():
                 merged.setdefault(ResourceType(rtype), {}).update(by_name)
+        problems += add_skills(merged)
         scope = _scope or SectionScope.root(agent)
         sections = compile_subagents(merged, config, interceptors, problems, scope)
         providers: dict[ResourceType, dict[str, ResourceProvider]] = {}
