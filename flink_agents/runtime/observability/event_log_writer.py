@@ -40,11 +40,15 @@ log = logging.getLogger("flink_agents.event_log")
 #:   cannot be written as JSON (an error record says why). The action fields are those of
 #:   the execution that sent it (None for the input).
 #: - ``action``: kind, timestamp, action, event id, event type, seconds, error, outcome.
-#: - ``call``: kind, timestamp, action, call kind, name, seconds, usage, error, replayed.
+#: - ``call``: kind, timestamp, action, call kind, name, seconds, usage, error, replayed,
+#:   rate (a model call's governance: ``{"throttled": n, "waitMs": ms, "cached": true}``
+#:   as far as any happened, else None; written as ``"rate"`` only when present).
 #: - ``run``: kind, timestamp (the run's start), seconds, error.
+#: - ``note``: kind, timestamp, action, note kind (``"budget"``), fields (a dict): a record
+#:   of that kind with the fields (a spent token budget).
 #:
 #: Ids are JSON bytes, times ``time.time()`` values, durations seconds (written as ms).
-SIZES = {"event": 11, "action": 8, "call": 9, "run": 4}
+SIZES = {"event": 11, "action": 8, "call": 10, "run": 4, "note": 5}
 
 
 def count_records(records: list[Any]) -> int:
@@ -320,12 +324,12 @@ class _Writer:
                         )
                     )
                 elif kind == "call":
-                    _, ts, action, call_kind, call_name, seconds, usage, error, replayed = records[
-                        i : i + 9
-                    ]
+                    (_, ts, action, call_kind, call_name, seconds, usage, error, replayed, rate) = (
+                        records[i : i + 10]
+                    )
                     line = (
                         b'{"record":"call",%s%s,"action":%s,"kind":%s,"name":%s,"durationMs":%s,'
-                        b'"usage":%s,"error":%s,"replayed":%s}'
+                        b'"usage":%s,"error":%s,"replayed":%s%s}'
                         % (
                             head,
                             to_json(ts),
@@ -338,7 +342,18 @@ class _Writer:
                             else to_json(usage, fallback=str, inf_nan_mode="null"),
                             b"null" if error is None else self._error_json(error),
                             b"true" if replayed else b"false",
+                            b"" if rate is None else b',"rate":' + to_json(rate, fallback=str),
                         )
+                    )
+                elif kind == "note":
+                    _, ts, action, note_kind, fields = records[i : i + 5]
+                    members = to_json(fields, fallback=str)[1:-1]
+                    line = b'{"record":%s,%s%s,"action":%s%s}' % (
+                        named(note_kind),
+                        head,
+                        to_json(ts),
+                        names.get(action) or named(action),
+                        b"," + members if members else b"",
                     )
                 else:
                     _, ts, seconds, error = records[i : i + 4]

@@ -35,6 +35,8 @@ class Call:
     usage: dict[str, int] | None = None
     error: str | None = None
     replayed: bool = False
+    #: what the connection's governor did: ``throttled`` answers, ``waitMs``, ``cached``
+    rate: dict[str, Any] | None = None
 
 
 @dataclass
@@ -66,6 +68,8 @@ class Run:
     subtask: Any = None
     actions: list[ActionRun] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: budget records (a spent token budget) of the run
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens(self) -> tuple[int, int]:
@@ -214,9 +218,12 @@ def load_trace(
                         r.get("usage"),
                         _text_or_none(r.get("error")),
                         bool(r.get("replayed")),
+                        _rate_of(r.get("rate")),
                     ),
                 )
             )
+        elif kind == "budget":
+            run.notes.append(r)
         elif kind == "action":
             run.actions.append(
                 ActionRun(
@@ -338,12 +345,48 @@ def render_text(runs: list[Run]) -> str:
             )
             for call in action.calls:
                 flags = " (replayed)" if call.replayed else ""
+                flags += _rate(call.rate)
                 flags += f" error: {call.error}" if call.error else ""
                 lines.append(
                     f"    {call.kind} {call.name} {_ms(call.duration_ms)}"
                     f"{_tokens(call.usage)}{flags}"
                 )
+        for note in run.notes:
+            lines.append(
+                f"  budget {note.get('budget')} spent: {note.get('used')} of "
+                f"{note.get('limit')} tokens ({note.get('option')}), then {note.get('then')}"
+            )
     return "\n".join(safe_text(line) for line in lines)
+
+
+def _rate_of(rate: Any) -> dict[str, Any] | None:
+    """A call record's ``rate`` when it has the shape the writer gives it (numbers and a
+    flag), else None (a file edited by hand)."""
+    if not isinstance(rate, dict):
+        return None
+    for name in ("throttled", "waitMs"):
+        value = rate.get(name)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            return None
+    return rate
+
+
+def _rate(rate: dict[str, Any] | None) -> str:
+    """`` (cached)``, `` (throttled 2x, waited 120 ms)``: what the governor did."""
+    if not rate:
+        return ""
+    if rate.get("cached"):
+        return " (cached)"
+    parts = []
+    if rate.get("throttled"):
+        parts.append(f"throttled {rate['throttled']}x")
+    if rate.get("waitMs"):
+        parts.append(f"waited {rate['waitMs']:.0f} ms")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _as_json(runs: list[Run]) -> list[dict[str, Any]]:
