@@ -21,6 +21,8 @@
  |    |    +-- InterceptorError  a model or tool interceptor raised (carries its name)
  |    |    +-- HookError         a hook raised (carries its name and point)
  |    |    +-- InputSchemaError  an input does not match the agent's input schema
+     |    +-- SubagentError          a sub-agent's run failed (names the sub-agent)
+     |    |    +-- SubagentDepthError  a call past ``max-subagent-depth``
      |    +-- InputRecordError       an input record cannot become an input event (not JSON
      |                               serializable, nested too deeply)
      |    +-- RunLimitError          a run sent more events than max-events-per-run, or its
@@ -389,6 +391,27 @@ class InputSchemaError(ActionError):
     the same way); it fails at once, as RETRY does when its retries run out.
     """
 
+    retryable = False
+
+
+class SubagentError(RuntimeFailure):
+    """A sub-agent's run failed (its own error is the ``__cause__``).
+
+    Attributes:
+        subagent: the sub-agent's path (``researcher``, or ``researcher/fetcher`` for a
+            sub-agent of a sub-agent).
+    """
+
+    def __init__(self, message: str, *, subagent: str | None = None, **where: Any) -> None:
+        self.subagent = subagent
+        super().__init__(message, **where)
+
+
+class SubagentDepthError(SubagentError):
+    """A sub-agent call would nest deeper than ``max-subagent-depth`` allows. Permanent: the
+    RETRY strategy does not run the action again for it (the same call nests as deep)."""
+
+    #: Calling again cannot help: the RETRY strategy does not retry it.
     retryable = False
 
 

@@ -617,6 +617,15 @@ class AgentConfigOptions:
         description="Model calls one chat request may make in its tool-call loop.",
         check=_positive,
     )
+    MAX_SUBAGENT_DEPTH: ConfigOption[int] = ConfigOption(
+        key="max-subagent-depth",
+        config_type=int,
+        default=3,
+        description="How deep sub-agents may nest: an agent's sub-agent is at depth 1, its "
+        "sub-agent at 2. Deeper plans are refused when compiled, deeper calls fail with "
+        "SubagentDepthError.",
+        check=_positive,
+    )
     ALLOW_PICKLED_FUNCTIONS: ConfigOption[bool] = ConfigOption(
         key="allow-pickled-functions",
         config_type=bool,

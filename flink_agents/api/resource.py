@@ -30,6 +30,8 @@ class ResourceType(str, Enum):
     EMBEDDING_MODEL_CONNECTION = "embedding_model_connection"
     VECTOR_STORE = "vector_store"
     MCP_SERVER = "mcp_server"
+    #: A sub-agent: another agent this one calls (``flink_agents.api.subagents``).
+    AGENT = "agent"
     SKILLS = "skills"
 
 
@@ -41,6 +43,7 @@ RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
         ("connection", ResourceType.CHAT_MODEL_CONNECTION),
         ("prompt", ResourceType.PROMPT),
         ("tools", ResourceType.TOOL),
+        ("subagents", ResourceType.AGENT),
     ],
     ResourceType.EMBEDDING_MODEL: [("connection", ResourceType.EMBEDDING_MODEL_CONNECTION)],
     ResourceType.VECTOR_STORE: [("embedding_model", ResourceType.EMBEDDING_MODEL)],

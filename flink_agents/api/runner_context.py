@@ -121,6 +121,27 @@ class RunnerContext(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} cannot pause a run for approval")
 
+    async def call_agent(self, name: Any, input: Any) -> Any:  # noqa: A002
+        """Run the sub-agent ``name`` on ``input`` and return its output.
+
+        ``name`` is an ``AGENT`` resource (``add_resource(name, ResourceType.AGENT,
+        agent)``) or an :class:`~flink_agents.api.tools.agent_tool.AgentTool` tool (or
+        that tool itself, as ``get_resource`` returns it). The
+        sub-agent runs inside this run: the same key, its own short-term memory, its own
+        events and actions; its model and tool calls are durable (a run replayed after a
+        restore answers them from the log), so call it in the same order when replayed,
+        like a durable call.
+
+        Returns:
+            its output: one output as it is, several as a list, None when it sent none.
+
+        Raises:
+            SubagentError: it failed (its own error is the cause), or no sub-agent has that
+                name.
+            SubagentDepthError: the call would nest deeper than ``max-subagent-depth``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot call sub-agents")
+
     @property
     @abstractmethod
     def key(self) -> Any:

@@ -20,7 +20,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -67,6 +67,9 @@ from flink_agents.plan.redaction import (
     restore_secrets,
 )
 from flink_agents.secrets import register_secrets, secret_str_value
+
+if TYPE_CHECKING:
+    from flink_agents.plan.subagents import SectionScope
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +338,8 @@ class AgentPlan(BaseModel):
         actions_by_event: action names by listened event type, in declaration order.
         resource_providers: providers by resource type and name.
         config: the configuration values that were set.
+        subagents: the plans of its sub-agents, by name (sections: see
+            :mod:`flink_agents.plan.subagents`; their config is this plan's).
     """
 
     actions: dict[str, ActionPlan]
@@ -345,6 +350,7 @@ class AgentPlan(BaseModel):
     description: str | None = None
     interceptors: list[InterceptorPlan] = Field(default_factory=list)
     hooks: dict[str, HookPlan] = Field(default_factory=dict)
+    subagents: dict[str, AgentPlan] = Field(default_factory=dict)
 
     _secrets: dict[str, Any] = PrivateAttr(default_factory=dict)
     _resolved: dict[str, list[tuple[str, Any]]] = PrivateAttr(default_factory=dict)
@@ -354,10 +360,20 @@ class AgentPlan(BaseModel):
     def _omit_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Plans without these keep the JSON they always had.
         data: dict[str, Any] = handler(self)
-        for key in ("name", "description", "interceptors", "hooks"):
+        for key in ("name", "description", "interceptors", "hooks", "subagents"):
             if not data.get(key):
                 data.pop(key, None)
+        for section in data.get("subagents", {}).values():
+            section.pop("config", None)  # the root plan's (see plan/subagents.py: share)
         return data
+
+    @model_validator(mode="after")
+    def _share_with_sections(self) -> AgentPlan:
+        if self.subagents:
+            from flink_agents.plan.subagents import share
+
+            share(self)
+        return self
 
     # -- compiling ---------------------------------------------------------------------
     @staticmethod
@@ -366,21 +382,26 @@ class AgentPlan(BaseModel):
         config: AgentConfiguration | Mapping[str, Any] | None = None,
         resources: Mapping[ResourceType, Mapping[str, Any]] | None = None,
         interceptors: Sequence[InterceptorDefinition] | None = None,
+        *,
+        _scope: SectionScope | None = None,
     ) -> AgentPlan:
-        """Compile ``agent``.
+        """Compile ``agent`` (and its sub-agents, into sections: :mod:`.subagents`).
 
         Args:
             agent: the agent.
             config: configuration (options and free keys).
             resources: resources of the environment, shared by its agents; the agent's own
                 resources win on a name clash.
-            interceptors: interceptors of the environment; they run outside the agent's.
+            interceptors: interceptors of the environment; they run outside the agent's
+                (and in its sub-agents too).
+            _scope: where a sub-agent's plan sits (private: ``compile_subagents``).
 
         Raises:
             PlanValidationError: with every problem found.
         """
         from flink_agents.plan.actions import BUILTIN_ACTIONS
         from flink_agents.plan.skills import add_skills
+        from flink_agents.plan.subagents import SectionScope, adopt_sections, compile_subagents
 
         if not isinstance(config, AgentConfiguration):
             config = AgentConfiguration(config)
@@ -446,13 +467,15 @@ class AgentPlan(BaseModel):
             for rtype, by_name in source.items():
                 merged.setdefault(ResourceType(rtype), {}).update(by_name)
         problems += add_skills(merged)
+        scope = _scope or SectionScope.root(agent)
+        sections = compile_subagents(merged, config, interceptors, problems, scope)
         providers: dict[ResourceType, dict[str, ResourceProvider]] = {}
         for rtype, by_name in merged.items():
             for name, value in by_name.items():
                 provider = _provider(name, rtype, value, secrets, problems, allow_pickle)
                 if provider is not None:
                     providers.setdefault(rtype, {})[name] = provider
-        _check_references(providers, problems)
+        _check_references(providers, problems, scope.inherited)
         interceptor_plans = [
             p
             for d in [*(interceptors or ()), *agent.interceptors]
@@ -466,6 +489,8 @@ class AgentPlan(BaseModel):
 
         if problems:
             raise PlanValidationError(problems)
+        # Taken before the plan shares its (empty) side table with them.
+        section_secrets = {name: section.secrets for name, section in sections.items()}
         plan = AgentPlan(
             actions=actions,
             actions_by_event=by_event,
@@ -476,7 +501,10 @@ class AgentPlan(BaseModel):
             description=agent.description if isinstance(agent.description, str) else None,
             interceptors=interceptor_plans,
             hooks=hook_plans,
+            subagents=sections,
         )
+        if sections:
+            adopt_sections(plan, section_secrets, secrets)
         return plan.with_secrets(secrets)
 
     # -- reading -----------------------------------------------------------------------
@@ -538,6 +566,10 @@ class AgentPlan(BaseModel):
                 if _has_marker(action.config)
                 else None
             )
+        if self.subagents:
+            from flink_agents.plan.subagents import share
+
+            share(self)
         return self
 
     def main_module_references(self) -> list[str]:
@@ -563,6 +595,8 @@ class AgentPlan(BaseModel):
                     found.append(f"{where}: {_main_problem(provider.clazz)}")
                 found += [f"{where}: {p}" for p in _names_of_main(provider.serialized)]
                 found += [f"{where}: {p}" for p in _names_of_main(provider.arguments)]
+        for name, section in self.subagents.items():
+            found += [f"sub-agent {name!r}: {p}" for p in section.main_module_references()]
         return found
 
     def by_value_references(self) -> list[str]:
@@ -788,9 +822,18 @@ def _missing_arguments(cls: type[Resource], arguments: Mapping[str, Any]) -> lis
 
 # Which argument of which resource type names another resource.
 def _check_references(
-    providers: dict[ResourceType, dict[str, ResourceProvider]], problems: list[str]
+    providers: dict[ResourceType, dict[str, ResourceProvider]],
+    problems: list[str],
+    inherited: Mapping[ResourceType, frozenset[str]] | None = None,
 ) -> None:
-    has_mcp = bool(providers.get(ResourceType.MCP_SERVER))
+    """Names resources give for others must be declared: by the plan, or (a sub-agent's
+    section) by a plan around it (``inherited``); a tool may be a sub-agent."""
+    inherited = inherited or {}
+
+    def declared(rtype: ResourceType) -> set[str]:
+        return {*providers.get(rtype, {}), *inherited.get(rtype, ())}
+
+    has_mcp = bool(declared(ResourceType.MCP_SERVER))
     for rtype, refs in RESOURCE_REFERENCES.items():
         for name, provider in providers.get(rtype, {}).items():
             args = provider.arguments or provider.serialized or {}
@@ -798,15 +841,24 @@ def _check_references(
                 value = args.get(arg)
                 names = value if isinstance(value, list) else [value]
                 for ref in names:
-                    if not isinstance(ref, str) or ref in providers.get(target, {}):
+                    if not isinstance(ref, str) or ref in declared(target):
                         continue
+                    if target is ResourceType.TOOL and ref in declared(ResourceType.AGENT):
+                        continue  # a sub-agent, offered as a tool
+                    if target is ResourceType.AGENT and ref in declared(ResourceType.TOOL):
+                        continue  # offered as a tool anyway (an AgentTool added as a tool)
                     if target is ResourceType.TOOL and has_mcp:
                         continue  # may be a tool of an MCP server, resolved at run time
-                    known = sorted(providers.get(target, {}))
+                    known = sorted(declared(target))
+                    how = (
+                        "add_resource(name, ResourceType.AGENT, agent)"
+                        if target is ResourceType.AGENT
+                        else f"@{_decorator_for(target)} or add_resource"
+                    )
                     problems.append(
                         f"{rtype.value} resource {name!r} refers to {target.value} {ref!r} "
                         f"in {arg!r}, which is not declared (declared: {known or 'none'}); "
-                        f"add it with @{_decorator_for(target)} or add_resource"
+                        f"add it with {how}"
                     )
 
 

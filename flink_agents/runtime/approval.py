@@ -99,16 +99,21 @@ def expired_response(request: ApprovalRequest) -> ApprovalResponse:
 
 
 def plan_needs_approval(plan: Any) -> bool:
-    """Whether a tool of ``plan`` requires approval, or a ``before_tool`` hook may ask for
-    it (the Flink environment then routes :class:`ApprovalResponse` inputs by their
-    ``key``)."""
+    """Whether a tool of ``plan`` (or of a sub-agent's) requires approval, or a
+    ``before_tool`` hook may ask for it (the Flink environment then routes
+    :class:`ApprovalResponse` inputs by their ``key``)."""
     from flink_agents.api.resource import ResourceType
 
     if any(h.point == "before_tool" for h in plan.hooks.values()):
         return True
-    tools = plan.resource_providers.get(ResourceType.TOOL, {})
-    return any(
+    providers = [
+        *plan.resource_providers.get(ResourceType.TOOL, {}).values(),
+        *plan.resource_providers.get(ResourceType.AGENT, {}).values(),
+    ]
+    if any(
         (p.serialized or {}).get("requires_approval")
         or (p.arguments or {}).get("requires_approval")
-        for p in tools.values()
-    )
+        for p in providers
+    ):
+        return True
+    return any(plan_needs_approval(section) for section in plan.subagents.values())

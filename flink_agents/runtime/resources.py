@@ -85,6 +85,8 @@ class ResourceCache:
         provider = self._plan.get_resource_provider(name, rtype)
         if provider is None:
             if rtype is ResourceType.TOOL:
+                if self._plan.get_resource_provider(name, ResourceType.AGENT) is not None:
+                    return self.get(name, ResourceType.AGENT)  # a sub-agent offered as a tool
                 tool = self._tool_from_mcp(name)
                 if tool is not None:
                     return tool

@@ -4,8 +4,9 @@ For each input row, the agent asks the catalog agent's model: the system prompt 
 PROMPT``), the earlier exchanges of the same ``PARTITION BY`` key (short-term memory, kept in
 Flink keyed state, at most ``memory-turns``), then the row's column (``COL =>``) as the user
 message. The built-in chat action runs the tool loop (the model's tool calls go to the
-agent's tools) until the model answers; the output is the row's values followed by the
-answer, which becomes the ``agent_output`` column. Without ``PARTITION BY`` rows run keyless
+agent's tools, which may be other catalog agents: sub-agents, called with the model's
+question and answering it) until the model answers; the output is the row's values followed
+by the answer, which becomes the ``agent_output`` column. Without ``PARTITION BY`` rows run keyless
 and nothing is remembered between them.
 
 Only JSON-like values may live in memory, so the input row travels from the first action to
@@ -43,9 +44,11 @@ def _text(value: Any) -> str:
 
 
 def sql_start_action(event: InputEvent, ctx: RunnerContext) -> None:
-    """Ask the model about the row's column (after the prompt and the key's history)."""
-    values = _values(event.input)
-    question = _text(values[int(ctx.get_action_config_value("column"))])
+    """Ask the model about the row's column (after the prompt and the key's history); a
+    sub-agent (no column) about its input."""
+    column = ctx.get_action_config_value("column")
+    values = [event.input] if column is None else _values(event.input)
+    question = _text(values[0 if column is None else int(column)])
     messages = [ChatMessage(role=MessageRole.SYSTEM, content=ctx.get_action_config_value("prompt"))]
     if int(ctx.get_action_config_value("memory_turns")) > 0:
         for turn in ctx.short_term_memory.get(_HISTORY) or []:
@@ -66,6 +69,9 @@ def sql_stop_action(event: ChatResponseEvent, ctx: RunnerContext) -> None:
         history = list(ctx.short_term_memory.get(_HISTORY) or [])
         history.append([ctx.sensory_memory.get(_QUESTION), answer])
         ctx.short_term_memory.set(_HISTORY, history[-turns:])
+    if ctx.get_action_config_value("column") is None:  # a sub-agent: the answer alone
+        ctx.send_event(OutputEvent(output=answer))
+        return
     ctx.send_event(OutputEvent(output=(*values, answer)))
 
 
@@ -76,10 +82,13 @@ class SqlAgent(Agent):
         model_connection: descriptor of the chat model connection.
         model_setup: descriptor of the chat model setup (its ``tools`` are offered).
         prompt: the system prompt.
-        column: index of the input column the model answers.
+        column: index of the input column the model answers; None for an agent another
+            agent calls as a tool (``USING TOOLS other_agent``): its input is the question,
+            its output the answer.
         memory_turns: earlier exchanges of the key sent with each input (0: none; keyless
             input has no history anyway).
-        tools: tool resources by name (``Tool`` instances) the setup's tool names refer to.
+        tools: tool resources by name (``Tool`` instances, ``AgentTool`` for sub-agents)
+            the setup's tool names refer to.
         mcp_servers: MCP server resources by name.
     """
 
@@ -89,7 +98,7 @@ class SqlAgent(Agent):
         model_connection: ResourceDescriptor,
         model_setup: ResourceDescriptor,
         prompt: str,
-        column: int,
+        column: int | None,
         memory_turns: int,
         tools: dict[str, Any] | None = None,
         mcp_servers: dict[str, Any] | None = None,

@@ -14,8 +14,9 @@ quoted (a 28-character CJK name, 251 ASCII characters) is stored under a hash of
 memory and hide a permanent object of the same identifier, as in Flink. Connection files hold their
 options as given (secrets included): they are written readable by their owner only.
 
-The catalog checks identities and dependencies (an agent's tools exist; a tool an agent uses
-cannot be dropped or renamed; a connection a tool uses cannot be dropped or renamed). Whether
+The catalog checks identities and dependencies (an agent's tools exist, as tools or as
+agents, which it then calls as sub-agents; a tool or agent an agent uses cannot be dropped or
+renamed; a connection a tool uses cannot be dropped or renamed). Whether
 a Flink function or model exists is checked by the statement layer, which sees Flink's
 catalogs.
 """
@@ -98,7 +99,8 @@ class CatalogAgent:
     Attributes:
         model: the Flink model (``USING MODEL``), fully qualified.
         prompt: the system prompt (``USING PROMPT``).
-        tools: the tools it may call (``USING TOOLS``), fully qualified.
+        tools: the tools it may call (``USING TOOLS``), fully qualified: tools of this
+            catalog, or other agents (its sub-agents).
         options: the ``WITH`` options (``max-iterations``, ...).
         comment: the ``COMMENT``.
     """
@@ -695,7 +697,10 @@ class AgentCatalog:
 
     def _check_references(self, obj: CatalogObject) -> None:
         if isinstance(obj, CatalogAgent):
-            missing = [t for t in obj.tools if not self.exists("tool", t)]
+            # A tool of an agent may be another agent (a sub-agent).
+            missing = [
+                t for t in obj.tools if not self.exists("tool", t) and not self.exists("agent", t)
+            ]
             if missing:
                 raise self._unknown("tool", missing[0])
         connection = obj.connection if isinstance(obj, CatalogTool) else None
@@ -704,7 +709,7 @@ class AgentCatalog:
 
     def _check_unused(self, kind: Kind, ident: ObjectIdentifier, verb: str) -> None:
         users: list[str] = []
-        if kind == "tool":
+        if kind in ("tool", "agent"):  # an agent may be a tool (sub-agent) of another
             users = [
                 f"agent {i}" for i, a in self._all("agent") if ident in getattr(a, "tools", ())
             ]

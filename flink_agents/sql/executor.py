@@ -256,18 +256,48 @@ class StatementExecutor:
         return SqlResult()
 
     # -- agents --------------------------------------------------------------------------------
-    def _check_agent(self, agent: CatalogAgent) -> None:
+    def _require_tool(self, name: Name) -> ObjectIdentifier:
+        """A ``USING TOOLS`` / ``ADD TOOL`` name: a tool, else an agent (a sub-agent)."""
+        ident = self.identifier(name)
+        if not self.catalog.exists("tool", ident) and self.catalog.exists("agent", ident):
+            return ident
+        return self._require("tool", name)
+
+    def _check_agent(self, agent: CatalogAgent, ident: ObjectIdentifier | None = None) -> None:
         agent_settings(agent.options)
         self.model(agent.model)  # resolves the provider options
         names: dict[str, ObjectIdentifier] = {}
         for tool in agent.tools:
-            self.catalog.get_tool(tool)
+            if self.catalog.exists("tool", tool):
+                self.catalog.get_tool(tool)
+            else:
+                self._check_subagent(tool, ident)
             if tool.name in names and names[tool.name] != tool:
                 raise CatalogError(
                     f"tools {names[tool.name]} and {tool} have the same name {tool.name!r}: "
                     "a model tells tools apart by name"
                 )
             names[tool.name] = tool
+
+    def _check_subagent(self, sub: ObjectIdentifier, caller: ObjectIdentifier | None) -> None:
+        """``sub`` (an agent used as a tool) does not call ``caller``, however deep."""
+        seen: set[ObjectIdentifier] = set()
+        path = [sub]
+        todo = [(sub, path)]
+        while todo:
+            current, trail = todo.pop()
+            if current == caller:
+                chain = " -> ".join(str(i) for i in [caller, *trail])
+                raise CatalogError(
+                    f"agent {caller} would call itself through its sub-agents ({chain}); "
+                    "an agent cannot be its own sub-agent"
+                )
+            if current in seen or not self.catalog.exists("agent", current):
+                continue
+            seen.add(current)
+            for tool in self.catalog.get_agent(current).tools:
+                if not self.catalog.exists("tool", tool):
+                    todo.append((tool, [*trail, tool]))
 
     def model(self, model: ObjectIdentifier) -> ModelResources:
         """The chat model resources of a Flink model (its options checked)."""
@@ -282,9 +312,7 @@ class StatementExecutor:
         ident = self.identifier(statement.name)
         if statement.if_not_exists and self.catalog.exists("agent", ident):
             return SqlResult()
-        for name in statement.tools:
-            self._require("tool", name)
-        tools = tuple(dict.fromkeys(self.identifier(t) for t in statement.tools))
+        tools = tuple(dict.fromkeys(self._require_tool(name) for name in statement.tools))
         agent = CatalogAgent(
             model=self.host.resolve_model(statement.model),
             prompt=statement.prompt,
@@ -292,7 +320,7 @@ class StatementExecutor:
             options=dict(statement.options),
             comment=statement.comment,
         )
-        self._check_agent(agent)
+        self._check_agent(agent, ident)
         self.catalog.create(
             "agent",
             ident,
@@ -335,7 +363,7 @@ class StatementExecutor:
         elif isinstance(obj, CatalogAgent) and isinstance(action, SetPrompt):
             new = obj.copy_with(prompt=action.prompt)
         elif isinstance(obj, CatalogAgent) and isinstance(action, AddTool):
-            tool = self._require("tool", action.tool)
+            tool = self._require_tool(action.tool)
             if tool in obj.tools:
                 raise CatalogError(f"agent {ident} already uses tool {tool}")
             new = obj.copy_with(tools=(*obj.tools, tool))
@@ -350,7 +378,7 @@ class StatementExecutor:
         if isinstance(new, CatalogTool):
             self._check_tool(new, ident.name)
         elif isinstance(new, CatalogAgent):
-            self._check_agent(new)
+            self._check_agent(new, ident)
         else:
             check_connection_options(dict(new.options))
         self.catalog.alter(kind, ident, new)

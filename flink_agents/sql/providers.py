@@ -70,7 +70,9 @@ class AgentProviderContext:
         tool_names: every tool name the model may call (function tools and the MCP tools
             chosen by ``allowed_tools``), in the agent's order.
         columns: the input table's column names.
-        column: index of the column the agent answers (``COL =>`` / ``INPUT_COL =>``).
+        column: index of the column the agent answers (``COL =>`` / ``INPUT_COL =>``);
+            None for a sub-agent another agent calls as a tool (``USING TOOLS
+            other_agent``): its input is the question, its one output the answer.
         partitioned: whether the input is keyed (``PARTITION BY``): rows of one key run in
             order and may share memory.
         options: the provider's own options (the agent's, overridden by the call's
@@ -85,7 +87,7 @@ class AgentProviderContext:
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
     tool_names: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
-    column: int = 0
+    column: int | None = 0
     partitioned: bool = False
     options: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)

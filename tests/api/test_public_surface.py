@@ -160,6 +160,7 @@ PUBLIC = {
     "flink_agents.api.prompts.prompt": {"LocalPrompt", "Prompt"},
     "flink_agents.api.tools.tool": {"Tool", "ToolMetadata", "ToolType"},
     "flink_agents.api.tools.function_tool": {"FunctionTool"},
+    "flink_agents.api.tools.agent_tool": {"AgentTool"},
     "flink_agents.api.execution_environment": {
         "AgentBuilder",
         "AgentsExecutionEnvironment",
@@ -178,6 +179,7 @@ PUBLIC = {
         "MessageRole",
         "PromptMessage",
         "PromptSpec",
+        "SubagentSpec",
         "ToolSpec",
         "YamlAgentsDocument",
         "export",

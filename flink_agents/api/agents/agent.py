@@ -83,11 +83,13 @@ def resource_type_of(instance: Any) -> ResourceType:
         return instance.clazz.resource_type()
     if isinstance(instance, SerializableResource):
         return instance.resource_type()
+    if isinstance(instance, Agent):
+        return ResourceType.AGENT  # a sub-agent
     if callable(instance):
         return ResourceType.TOOL
     raise TypeError(
-        f"{instance!r} is not a resource: use a ResourceDescriptor, a Prompt, a Tool or a "
-        "function (which becomes a tool)"
+        f"{instance!r} is not a resource: use a ResourceDescriptor, a Prompt, a Tool, an "
+        "Agent (a sub-agent) or a function (which becomes a tool)"
     )
 
 
@@ -229,7 +231,8 @@ class Agent:
         ``add_resource(name, resource_type, instance)``.
 
         The instance is a :class:`ResourceDescriptor`, a serializable resource (a
-        :class:`Prompt`, a :class:`Tool`) or a plain function (becomes a tool).
+        :class:`Prompt`, a :class:`Tool`), a plain function (becomes a tool) or another
+        agent (a sub-agent, type ``AGENT``; see :mod:`flink_agents.api.tools.agent_tool`).
         """
         if instance is None:
             instance = resource_type_or_instance

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.prompts.prompt import Prompt
@@ -66,7 +66,10 @@ class BaseChatModelSetup(Resource, ABC):
         prompt: a :class:`Prompt` or the name of a prompt resource; its placeholders are
             filled from the request's ``prompt_args`` (``ChatRequestEvent(prompt_args=...)``);
             message ``extra_args`` are not used for filling.
-        tools: names of tool resources (or MCP servers' tools) the model may call.
+        tools: names of tool resources (or MCP servers' tools) the model may call; a
+            sub-agent (an ``AGENT`` resource or an ``AgentTool``) may be one.
+        subagents: names of ``AGENT`` resources the model may call like tools (Apache
+            Flink Agents' name; the same as listing them in ``tools``).
         timeout: seconds a call through the built-in chat action may take (overrides the
             ``model.timeout`` option); None: the option's value.
         skills: names of the agent's skills this model may use (see
@@ -83,6 +86,7 @@ class BaseChatModelSetup(Resource, ABC):
     model: str
     prompt: Prompt | str | None = None
     tools: list[str] | None = None
+    subagents: list[str] | None = None
     timeout: float | None = Field(default=None, gt=0)
     skills: list[str] | None = None
     allowed_commands: list[str] = Field(default_factory=list)
@@ -96,6 +100,15 @@ class BaseChatModelSetup(Resource, ABC):
     _resolved_connection: BaseChatModelConnection | None = PrivateAttr(default=None)
     #: ``load_skill`` (and ``bash``) bound to this setup's skills, made on first use.
     _skill_tools: list[Tool] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _subagents_are_tools(self) -> Any:
+        # Offered like tools: everything that reads ``tools`` (the chat action, the tool
+        # authorization, the providers) offers them too.
+        if self.subagents:
+            tools = list(self.tools or [])
+            self.tools = tools + [n for n in self.subagents if n not in tools]
+        return self
 
     @field_validator("model", check_fields=False)
     @classmethod

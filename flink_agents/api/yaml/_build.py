@@ -86,6 +86,7 @@ LABEL: dict[ResourceType, str] = {
     ResourceType.MCP_SERVER: "MCP server",
     ResourceType.TOOL: "tool",
     ResourceType.PROMPT: "prompt",
+    ResourceType.AGENT: "sub-agent",
 }
 _MISSING = object()
 
@@ -229,6 +230,7 @@ class FileBuilder:
             built.agents[agent_spec.name] = self._agent(
                 loc, agent_spec, built.shared_actions, {a.name for a in doc.actions}
             )
+        self._subagents(doc, built)
         return built
 
     def _agent(
@@ -271,6 +273,53 @@ class FileBuilder:
             if action is not None and not self.dry:
                 agent.add_action(name, list(action.events), action.func, **action.config)
         return agent, references
+
+    def _subagents(self, doc: YamlAgentsDocument, built: BuiltFile) -> None:
+        """Add each agent's ``subagents:`` as ``AGENT`` resources (after all agents of the
+        file were built: a sub-agent may be declared further down)."""
+        from flink_agents.api.tools.agent_tool import AgentTool
+
+        descriptions = {a.name: a.description for a in doc.agents}
+        for index, agent_spec in enumerate(doc.agents):
+            entry = built.agents.get(agent_spec.name)
+            if entry is None or not agent_spec.subagents:
+                continue
+            seen: set[str] = set()
+            for j, spec in enumerate(agent_spec.subagents):
+                at: Loc = ("agents", index, "subagents", j)
+                target = spec.agent or spec.name
+                if spec.name in seen:
+                    self.problem((*at, "name"), f"sub-agent '{spec.name}' is declared twice")
+                    continue
+                seen.add(spec.name)
+                if target == agent_spec.name:
+                    self.problem(
+                        (*at, "agent" if spec.agent else "name"),
+                        f"agent '{agent_spec.name}' cannot be its own sub-agent",
+                    )
+                    continue
+                found = built.agents.get(target)
+                child = found[0] if found is not None else self.taken_agents.get(target)
+                if child is None:
+                    known = sorted({*built.agents, *self.taken_agents} - {agent_spec.name})
+                    self.problem(
+                        (*at, "agent" if spec.agent else "name"),
+                        f"no agent named '{target}' (agents of this file and loaded before: "
+                        f"{', '.join(known) or 'none'})" + closest(target, known),
+                    )
+                    continue
+                try:
+                    tool = AgentTool(
+                        child,
+                        description=spec.description or descriptions.get(target),
+                        input_schema=spec.input_schema,
+                        timeout=spec.timeout,
+                        requires_approval=spec.requires_approval,
+                    )
+                except TypeError as exc:
+                    self.problem((*at, "input_schema"), str(exc))
+                    continue
+                entry[0].add_resource(spec.name, ResourceType.AGENT, tool)
 
     # -- resources ---------------------------------------------------------------------
     def _resources(

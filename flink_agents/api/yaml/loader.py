@@ -153,8 +153,10 @@ def _unresolved(
     problems: list[YamlProblem] = []
     for ref in references:
         declared = names(ref.target)
-        if ref.name in declared or (ref.target is ResourceType.TOOL and has_mcp):
-            continue  # a tool may come from an MCP server, known at run time
+        if ref.name in declared or (
+            ref.target is ResourceType.TOOL and (has_mcp or ref.name in names(ResourceType.AGENT))
+        ):
+            continue  # a tool may be a sub-agent, or come from an MCP server (at run time)
         where = ref.where
         problems.append(
             YamlProblem(

@@ -14,6 +14,9 @@ every agent of the environment can use::
     chat_model_connections:               # shared
       - {name: ollama_server, clazz: ollama, base_url: "http://localhost:11434"}
 
+An agent's ``subagents:`` names other agents it calls like tools (``{name: researcher,
+agent: research_agent, description: ...}``; see :class:`SubagentSpec`).
+
 These models check the shape of a file (required keys, types, unknown keys); the loader
 (:mod:`flink_agents.api.yaml.loader`) then checks what the names refer to. ``python -m
 flink_agents.api.yaml.specs`` prints the JSON Schema (for an editor's YAML language server).
@@ -143,6 +146,25 @@ class ActionSpec(BaseModel):
         return "listen_to" if self.listen_to is not None else "trigger_conditions"
 
 
+class SubagentSpec(BaseModel):
+    """A sub-agent of an agent: another agent (of this file or loaded before) it calls like
+    a tool (:class:`~flink_agents.api.tools.agent_tool.AgentTool`).
+
+    ``name`` is the name a chat model setup's ``tools`` and ``ctx.call_agent`` use; ``agent``
+    the agent's name under ``agents:`` (default: ``name``). ``input_schema`` (a JSON schema
+    of an object) replaces the one text argument ``input``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    agent: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+    requires_approval: bool = False
+    timeout: float | None = Field(default=None, gt=0)
+
+
 def _action_kind(value: Any) -> str:
     return "reference" if isinstance(value, str) else "action"
 
@@ -177,6 +199,7 @@ class AgentSpec(_Sections):
     name: str
     description: str | None = None
     actions: list[AgentAction] = Field(default_factory=list)
+    subagents: list[SubagentSpec] = Field(default_factory=list)
 
 
 class YamlAgentsDocument(_Sections):

@@ -24,6 +24,7 @@ from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.api.timeouts import DEFAULT_MODEL_DEADLINE, TimeoutOptions, bounded
+from flink_agents.api.tools.agent_tool import AgentTool
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import UnknownToolError
 from flink_agents.plan.actions.secret_text import masked_arguments, masked_messages, secret_masker
@@ -152,8 +153,11 @@ async def call_tool(
     ctx: RunnerContext, tool: Tool, name: str, arguments: dict[str, Any], call_id: str
 ) -> Any:
     """Call ``tool`` through the tool interceptors, durably: the one place a tool is called
-    (checks that must happen before any tool runs go right before this call)."""
+    (checks that must happen before any tool runs go right before this call). A sub-agent
+    (:class:`AgentTool`) runs through :func:`call_agent_tool`."""
     chain = _chain(ctx, "tool")
+    if isinstance(tool, AgentTool):
+        return await call_agent_tool(ctx, tool, name, arguments, call_id, chain)
     timeout = call_timeout(tool, ctx, TimeoutOptions.TOOL_TIMEOUT)
     if not chain:
         return await ctx.durable_execute_async(
@@ -176,6 +180,37 @@ async def _intercepted_tool_call(
             raise UnknownToolError(f"unknown tool {req.tool_name!r}")
         return await bounded(req.tool.acall, timeout, "tool", req.tool_name)(**req.arguments)
 
+    return await run_chain("tool", chain, request, terminal)
+
+
+async def call_agent_tool(
+    ctx: RunnerContext,
+    tool: AgentTool,
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str,
+    chain: list[tuple[str, Any]],
+) -> Any:
+    """Run the sub-agent of ``tool`` on a model's tool call, through the tool interceptors.
+
+    Not one durable call: the sub-agent's own model and tool calls are (its memory changes
+    must be made again by a replay), so the interceptors run again on a replay, around a
+    sub-agent whose calls are answered from the log. Bounded by the tool's own ``timeout``
+    only (``tool.timeout`` is for one tool call, a sub-agent makes several)."""
+    if not chain:
+        return await ctx.call_agent(tool, tool.input_of(arguments))
+
+    async def terminal(req: ToolCallRequest) -> Any:
+        target = req.tool
+        if target is None:
+            raise UnknownToolError(f"unknown tool {req.tool_name!r}")
+        if not isinstance(target, AgentTool):  # an interceptor put a plain tool in its place
+            return await ctx.durable_execute_async(target.acall, **req.arguments)
+        return await ctx.call_agent(target, target.input_of(req.arguments))
+
+    request = ToolCallRequest(
+        tool_name=name, arguments=arguments, call_id=call_id, tool=tool, key=ctx.key
+    )
     return await run_chain("tool", chain, request, terminal)
 
 

@@ -400,6 +400,13 @@ class RunContext(RunnerContext):
             return decision
         raise RunPaused(request, call_id)
 
+    # -- sub-agents ------------------------------------------------------------------------------
+    async def call_agent(self, name: Any, input: Any) -> Any:  # noqa: A002
+        # The module is imported on first use: a plan without sub-agents never loads it.
+        from flink_agents.runtime.core.subagents import call_agent
+
+        return await call_agent(self, name, input)
+
     def _observe(
         self,
         info: RunInfo,

@@ -39,8 +39,10 @@ APPROVAL_DECISION = "flink_agents.approval.decision"
 
 def decision_call_id(request_call_id: str) -> str:
     """The durable call id of the decision that follows the approval request recorded under
-    ``request_call_id`` (``request_approval`` takes the two ids in a row; call ids count up)."""
-    return str(int(request_call_id) + 1)
+    ``request_call_id`` (``request_approval`` takes the two ids in a row; call ids count up,
+    a sub-agent's under its call's id: ``"4.2"`` is followed by ``"4.3"``)."""
+    head, dot, last = request_call_id.rpartition(".")
+    return f"{head}{dot}{int(last) + 1}"
 
 
 class RunPaused(BaseException):

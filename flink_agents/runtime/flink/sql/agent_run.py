@@ -24,6 +24,7 @@ from pyflink.table import DataTypes, Schema
 
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.core_options import AgentConfiguration
+from flink_agents.api.tools.agent_tool import AgentTool
 from flink_agents.errors import CatalogError, SqlError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink import _pyflink_internals as internals
@@ -214,16 +215,23 @@ class AgentRunTranslator:
         agent_ident: ObjectIdentifier,
         definition: CatalogAgent,
         columns: list[str],
-        column: int,
+        column: int | None,
         partitioned: bool,
         settings: AgentSettings,
     ) -> Agent:
-        """The agent of the call, made by the catalog agent's provider."""
+        """The agent of the call, made by the catalog agent's provider (``column`` None: a
+        sub-agent another agent calls as a tool; its input is the question)."""
         model = self.executor.model(definition.model)
         tools: dict[str, Any] = {}
         servers: dict[str, Any] = {}
         tool_names: list[str] = []
         for ident in definition.tools:
+            if not self.catalog.exists("tool", ident):  # another agent: a sub-agent
+                sub = self.catalog.get_agent(ident)
+                made = self._agent(ident, sub, [], None, False, agent_settings(sub.options))
+                tools[ident.name] = AgentTool(made, description=sub.comment or None)
+                tool_names.append(ident.name)
+                continue
             tool = self.catalog.get_tool(ident)
             if tool.function is not None:
                 tools[ident.name] = function_tool(
