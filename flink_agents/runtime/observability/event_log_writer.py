@@ -40,11 +40,13 @@ log = logging.getLogger("flink_agents.event_log")
 #:   cannot be written as JSON (an error record says why). The action fields are those of
 #:   the execution that sent it (None for the input).
 #: - ``action``: kind, timestamp, action, event id, event type, seconds, error, outcome.
-#: - ``call``: kind, timestamp, action, call kind, name, seconds, usage, error, replayed.
+#: - ``call``: kind, timestamp, action, call kind, name, seconds, usage, error, replayed,
+#:   GenAI details of a model call (provider, requested model, reported model, finish
+#:   reason; None for other calls).
 #: - ``run``: kind, timestamp (the run's start), seconds, error.
 #:
 #: Ids are JSON bytes, times ``time.time()`` values, durations seconds (written as ms).
-SIZES = {"event": 11, "action": 8, "call": 9, "run": 4}
+SIZES = {"event": 11, "action": 8, "call": 10, "run": 4}
 
 
 def count_records(records: list[Any]) -> int:
@@ -359,12 +361,12 @@ class _Writer:
                         )
                     )
                 elif kind == "call":
-                    _, ts, action, call_kind, call_name, seconds, usage, error, replayed = records[
-                        i : i + 9
-                    ]
+                    _, ts, action, call_kind, call_name, seconds, usage, error, replayed, genai = (
+                        records[i : i + 10]
+                    )
                     line = (
                         b'{"record":"call",%s%s,"action":%s,"kind":%s,"name":%s,"durationMs":%s,'
-                        b'"usage":%s,"error":%s,"replayed":%s}'
+                        b'"usage":%s,"error":%s,"replayed":%s%s}'
                         % (
                             head,
                             to_json(ts),
@@ -375,6 +377,7 @@ class _Writer:
                             b"null" if usage is None else to_json(usage, fallback=str),
                             b"null" if error is None else self._error_json(error),
                             b"true" if replayed else b"false",
+                            b"" if genai is None else self._genai(genai),
                         )
                     )
                 else:
@@ -389,6 +392,26 @@ class _Writer:
                 out.append(line)
             except Exception as exc:  # noqa: BLE001 - a bad record must not stop the log
                 out.append(self._error_line(exc))
+
+    def _genai(self, genai: tuple[Any, ...]) -> bytes:
+        """A model call's ``provider``, ``model`` (requested), ``responseModel`` and
+        ``finishReason`` fields (with a comma before; those unknown left out)."""
+        provider, model, response_model, reason = genai
+        parts = [
+            b',"%s":%s' % (name, to_json(self._clean_text(value)))
+            for name, value in (
+                (b"provider", provider),
+                (b"model", model),
+                (b"responseModel", response_model),
+                (b"finishReason", reason),
+            )
+            if isinstance(value, str)
+        ]
+        return b"".join(parts)
+
+    def _clean_text(self, text: str) -> str:
+        masked: str = redact(text, self.secrets) if self.secrets else text
+        return masked
 
     def _head(self, key: Any, run_id: str) -> bytes:
         """What every record of a run starts with after its ``record`` field (made once per
