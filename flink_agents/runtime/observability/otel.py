@@ -507,7 +507,9 @@ class OtelObserver(RunObserver):
 
     # -- hooks (run thread): plain values only -------------------------------------------------
     def run_started(self, run: RunInfo) -> None:
-        if self.ratio < 1.0 and not sampled(trace_id_of(run.run_id), self.ratio):
+        if self.ratio < 1.0 and (
+            self.ratio <= 0.0 or not sampled(trace_id_of(run.run_id), self.ratio)
+        ):
             return
         run.data[self._slot] = []
 
