@@ -14,8 +14,8 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 FLINK_NEWEST := 2.3.0
 FLINK_VERSION ?= 1.20.5
 
-.PHONY: venv test test-fast test-flink test-flink-thread test-flink-process lint format \
-	java model demo bench dist clean browser stores docs docs-serve test-versions
+.PHONY: venv test test-fast test-props test-flink test-flink-thread test-flink-process lint \
+	format java model demo bench dist clean browser stores docs docs-serve test-versions
 
 venv: $(STAMP)
 
@@ -52,6 +52,14 @@ stores:
 
 test-fast: venv java
 	$(PY) -m pytest -m "not flink" -q
+
+## The per-key protocol's property tests with a long budget (the fast suite runs a fixed,
+## derandomized 200 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
+## with hypothesis' statistics (examples tried, how often each transition was reached).
+PROPS_EXAMPLES ?= 20000
+test-props: venv
+	FLINK_AGENTS_PROPS=long FLINK_AGENTS_PROPS_EXAMPLES=$(PROPS_EXAMPLES) $(PY) -m pytest \
+	  tests/runtime/test_sequencing_props.py -q -p no:randomly --hypothesis-show-statistics
 
 ## Flink tests run in both python.execution-mode values (thread is the default).
 test-flink: test-flink-thread test-flink-process

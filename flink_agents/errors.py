@@ -25,13 +25,14 @@
      |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
      |    |                          dimension mismatch, bad filter, missing id)
      |    +-- ModelCallError         a chat/embedding model call failed
+     |    |    +-- ModelCallTimeoutError  ... ran out of time (also a CallTimeoutError)
      |    +-- ToolError              a tool call failed
      |    |    +-- ToolArgumentError the model called a tool with bad arguments
      |    |    +-- UnknownToolError  the model called a tool that does not exist
      |    |    +-- ToolRejectedError a human rejected the call (or its approval expired)
      |    +-- OutputSchemaError      a model reply does not match the output schema
-     |    +-- CallTimeoutError       a model, tool or action call ran past its timeout
-     |                               (also a built-in TimeoutError)
+     |    +-- CallTimeoutError       a model, embedding, tool, MCP or action call ran past
+     |                               its deadline (also a built-in TimeoutError)
      |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
      +-- TaskCancelledError          the Flink task was cancelled while its operator thread
      |                               waited (in-flight gate, drain): the wait gave up
@@ -438,13 +439,15 @@ class OutputSchemaError(RuntimeFailure):
 
 
 class CallTimeoutError(RuntimeFailure, TimeoutError):
-    """A model call, tool call or action ran past its timeout (``model.timeout``,
-    ``tool.timeout``, ``action.timeout`` or a resource's own ``timeout``).
+    """A model, embedding, tool, MCP or action call ran past its deadline (a connection's
+    ``timeout`` / ``total_timeout``, ``model.timeout``, ``tool.timeout``,
+    ``action.timeout``, an MCP server's ``timeout`` or a resource's own ``timeout``).
 
     Attributes:
-        kind: ``"model"``, ``"tool"`` or ``"action"``.
-        name: the chat model setup, tool or action name.
-        timeout: the timeout in seconds.
+        kind: ``"chat model"``, ``"embedding model"``, ``"tool"``, ``"mcp"`` or
+            ``"action"``.
+        name: the chat model setup or model, tool, MCP request or action name.
+        timeout: the deadline in seconds.
     """
 
     def __init__(
@@ -460,6 +463,30 @@ class CallTimeoutError(RuntimeFailure, TimeoutError):
         self.name = name
         self.timeout = timeout
         super().__init__(message, **location)
+
+
+class ModelCallTimeoutError(ModelCallError, CallTimeoutError):
+    """A model or embedding connection's call ran out of time: its last attempt had no
+    complete reply within ``timeout``, or the whole call (every attempt and the waits
+    between them) passed ``total_timeout``. Both a :class:`ModelCallError` (provider, model)
+    and a :class:`CallTimeoutError` (kind, name, timeout).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        kind: str = "chat model",
+        timeout: float | None = None,
+        **location: Any,
+    ) -> None:
+        ModelCallError.__init__(self, message, provider=provider, model=model, **location)
+        # Set after: CallTimeoutError.__init__ (next in the MRO) reset them to None.
+        self.kind = kind
+        self.name = model
+        self.timeout = timeout
 
 
 class JavaBridgeError(RuntimeFailure):

@@ -65,21 +65,26 @@ def tool(
     *,
     requires_approval: bool = False,
     timeout: float | None = None,
+    side_effects: bool = False,
 ) -> Any:
     """Mark a function as a tool: the method name is the tool name, its signature and
     docstring give the argument schema and description.
 
-    Used bare (``@tool``) or with options (``@tool(requires_approval=True, timeout=5)``).
+    Used bare (``@tool``) or with options (``@tool(requires_approval=True, timeout=5)``,
+    ``@tool(side_effects=True)``).
 
     Args:
         func: the function (when used bare).
         requires_approval: pause the run for a human decision before each call (see
             :mod:`flink_agents.api.approval`).
         timeout: seconds a call may take (overrides the ``tool.timeout`` option).
+        side_effects: the tool changes the world (see ``Tool.side_effects``).
     """
     options: dict[str, Any] = {}
     if requires_approval:
         options["requires_approval"] = True
+    if side_effects:
+        options["side_effects"] = True
     if timeout is not None:
         options["timeout"] = timeout
 

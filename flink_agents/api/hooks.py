@@ -78,6 +78,8 @@ class HookContext:
         tool: the tool's name (``before_tool``).
         arguments: the tool call's arguments (``before_tool`` may change them).
         tool_call_id: the model's id of the tool call (``before_tool``).
+        side_effects: the tool is marked as changing the world (``before_tool``; see
+            ``Tool.side_effects``): e.g. ``if hc.side_effects: hc.require_approval()``.
     """
 
     point: HookPoint
@@ -92,6 +94,7 @@ class HookContext:
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
     tool_call_id: str | None = None
+    side_effects: bool = False
     _answer: Any = None
     _stopped: bool = False
     _approval: bool = False

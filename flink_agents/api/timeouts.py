@@ -1,19 +1,33 @@
-"""Timeouts of model calls, tool calls and actions.
+"""Deadlines of model calls, embedding calls, tool calls, MCP calls and actions.
 
-Options (seconds, unset = no timeout): ``model.timeout`` bounds each chat model call of the
-built-in chat action, ``tool.timeout`` each tool call of the built-in tool action,
-``action.timeout`` each run of an async action. A resource's own ``timeout`` (a chat model
-setup's ``timeout=`` argument, ``@tool(timeout=...)``, ``FunctionTool.from_callable(...,
-timeout=...)``) and an action's ``timeout`` config (``@action(InputEvent, timeout=5)``)
-override them. A call past its timeout raises
-:class:`~flink_agents.errors.CallTimeoutError` (a ``TimeoutError``). See
-docs/user-guide/timeouts.md for what is cancelled and what can only be abandoned.
+Every call to something outside has a deadline by default (the table of defaults is in
+docs/user-guide/timeouts.md):
+
+- **chat model calls**: the connections of the built-in providers bound each call as a
+  whole, connect, send and the complete reply of every attempt plus the waits between
+  attempts (``total_timeout``, default :data:`DEFAULT_MODEL_DEADLINE` seconds; ``timeout``
+  bounds one attempt the same way, default 60 s); the built-in chat action bounds calls to
+  any other connection by :data:`DEFAULT_MODEL_DEADLINE` unless ``model.timeout`` or the
+  setup's ``timeout`` says otherwise;
+- **embedding calls**: the connections bound them the same way (default
+  :data:`DEFAULT_EMBEDDING_DEADLINE`);
+- **tool calls** of the built-in tool action: ``tool.timeout`` (default
+  :data:`DEFAULT_TOOL_TIMEOUT`), or the tool's own ``timeout``;
+- **MCP calls**: the server's ``timeout`` (default 30 s) bounds connecting and the call;
+- **actions**: ``action.timeout`` bounds an async action (unset: no bound).
+
+``model.timeout`` (unset by default) bounds a model call of the built-in chat action end to
+end, the wait for a free place of the connection included. A setup's ``timeout=``,
+``@tool(timeout=...)``, ``FunctionTool.from_callable(..., timeout=...)`` and an action's
+``timeout`` config (``@action(InputEvent, timeout=5)``) override the options. A call past
+its deadline raises :class:`~flink_agents.errors.CallTimeoutError` (a ``TimeoutError``;
+for a model or embedding connection the :class:`~flink_agents.errors.ModelCallTimeoutError`
+that is also a ``ModelCallError``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -35,8 +49,16 @@ def _seconds(value: Any) -> float | None:
     return float(value)
 
 
+#: Seconds a chat model call may take by default, every attempt included.
+DEFAULT_MODEL_DEADLINE = 300.0
+#: Seconds an embedding call may take by default, every attempt included.
+DEFAULT_EMBEDDING_DEADLINE = 120.0
+#: Seconds a tool call of the built-in tool action may take by default.
+DEFAULT_TOOL_TIMEOUT = 120.0
+
+
 class TimeoutOptions:
-    """Timeouts in seconds; unset (the default) means no timeout."""
+    """Timeouts in seconds (``none``: no timeout)."""
 
     ACTION_TIMEOUT: ConfigOption[float | None] = ConfigOption(
         key="action.timeout",
@@ -53,17 +75,21 @@ class TimeoutOptions:
         default=None,
         parse=_seconds,
         check=_positive_or_unset,
-        description="Seconds a chat model call may take (a setup's `timeout` overrides "
-        "it); past it the call is cancelled and fails with CallTimeoutError.",
+        description="Seconds a chat model call of the built-in chat action may take end to "
+        "end, waiting for a free place of the connection included (a setup's `timeout` "
+        "overrides it); past it the call is cancelled and fails with CallTimeoutError. "
+        "Unset: the connection's own deadline (`total_timeout`, default 300 s, for the "
+        "built-in providers), else 300 s.",
     )
     TOOL_TIMEOUT: ConfigOption[float | None] = ConfigOption(
         key="tool.timeout",
         config_type=float,
-        default=None,
+        default=DEFAULT_TOOL_TIMEOUT,
         parse=_seconds,
         check=_positive_or_unset,
-        description="Seconds a tool call may take (a tool's `timeout` overrides it); past it "
-        "the call fails with CallTimeoutError, which the model sees as the tool's error.",
+        description="Seconds a tool call may take (a tool's `timeout` overrides it; `none`: "
+        "no timeout); past it the call fails with CallTimeoutError, which the model sees as "
+        "the tool's error.",
     )
 
 
@@ -95,37 +121,80 @@ def bounded(
     """``func`` (an async callable) bounded by ``seconds``: past it the call is cancelled
     and :class:`CallTimeoutError` is raised. ``func`` itself when ``seconds`` is None.
 
-    The wrapper keeps ``func``'s name (``functools.wraps``), so the durable call log
-    records it under the same signature with or without a timeout.
+    The wrapper keeps ``func``'s name (as ``functools.wraps``) and, for a bound method, its
+    ``__self__``: the durable call log records it under the same signature with or without
+    a timeout, and the metrics still see whose call it is (a chat model setup, a tool).
     """
     if seconds is None:
         return func
 
-    @functools.wraps(func)
     async def call(*args: Any, **kwargs: Any) -> _T:
-        # Not asyncio.wait_for: a TimeoutError raised by func itself must stay what it is,
-        # and a call that ignores its cancellation must not hold the run past the timeout.
-        task = asyncio.ensure_future(func(*args, **kwargs))
-        try:
-            done, _ = await asyncio.wait((task,), timeout=seconds)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        if not done:
-            task.cancel()
-            task.add_done_callback(_consume)
-            raise CallTimeoutError(
+        return await await_within(
+            func(*args, **kwargs),
+            seconds,
+            lambda: CallTimeoutError(
                 f"{kind} {name!r} did not finish within its timeout of {seconds:g}s",
                 kind=kind,
                 name=name,
                 timeout=seconds,
-            )
-        return task.result()
+            ),
+        )
 
+    # What functools.wraps copies that the durable log and the metrics read (at a fraction
+    # of its cost: every tool call and many model calls are bounded).
+    call.__module__ = func.__module__
+    call.__name__ = func.__name__
+    call.__qualname__ = func.__qualname__
+    call.__wrapped__ = func  # type: ignore[attr-defined]
+    owner = getattr(func, "__self__", None)
+    if owner is not None:
+        call.__self__ = owner  # type: ignore[attr-defined]
     return call
 
 
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieve an abandoned call's outcome, so asyncio does not log it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
+async def await_within(
+    awaitable: Awaitable[_T], seconds: float, expired: Callable[[], BaseException]
+) -> _T:
+    """Await ``awaitable`` for at most ``seconds``; past them it is cancelled and
+    ``expired()`` is raised.
+
+    The deadline cancels the awaiting task itself (the idea of ``asyncio.timeout``, written
+    out for Python 3.10 too): no task of its own and no extra loop iteration per call, which
+    matters because every tool call and many model calls are bounded by default. A
+    ``TimeoutError`` the awaitable raises itself stays what it is. A blocking function on a
+    worker thread (``asyncio.to_thread``) is abandoned at once: its thread runs on until the
+    function returns (Python cannot stop a thread). A coroutine that swallows its
+    cancellation is waited for.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is None:  # not inside a task (a bare coroutine driven by hand): nothing to cancel
+        return await awaitable
+    # Cancellations of the task already requested before this deadline are not ours.
+    uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+    before = task.cancelling() if uncancel is not None else 0
+    fired = False
+
+    def expire() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    handle = loop.call_at(loop.time() + seconds, expire)
+    taken_back = False
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        if not fired:
+            raise
+        taken_back = True
+        # Ours, unless somebody else also cancelled the task meanwhile (then theirs wins).
+        if uncancel is not None and uncancel() > before:
+            raise
+        raise expired() from None
+    finally:
+        handle.cancel()
+        if fired and not taken_back and uncancel is not None and task.cancelling() > before:
+            # The deadline fired but the awaitable swallowed the cancellation and ended:
+            # take the request back so that it does not hit a later await of the task.
+            uncancel()

@@ -127,7 +127,11 @@ class BedrockClient(ModelClientSettings):
             )
         where = self.endpoint_url or f"bedrock-runtime in {self._region()}"
         if isinstance(exc, (bx.ReadTimeoutError, bx.ConnectTimeoutError)):
-            return CallFailure(f"no reply from {where} within {self.timeout}s", retryable=True)
+            return CallFailure(
+                f"no reply from {where} within {self.timeout}s",
+                retryable=True,
+                timed_out=self.timeout,
+            )
         if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectionClosedError)):
             return CallFailure(f"cannot reach {where}: {exc}", retryable=True)
         if isinstance(exc, bx.NoCredentialsError):

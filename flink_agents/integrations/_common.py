@@ -14,6 +14,11 @@ Design notes:
   ``asyncio.Semaphore`` (bound to one loop) cannot.
 - **Async HTTP clients** are kept per event loop (:class:`PerLoop`): an httpx/openai async
   client's connection pool belongs to the loop that created it.
+- **Deadlines** are enforced here, the same way for every provider, whatever its SDK does
+  with a timeout (httpx and the openai SDK apply one per read, so a server that dribbles
+  its reply never trips it): each attempt may take ``timeout`` seconds as a whole (connect,
+  send, the complete reply, any retry inside the SDK), the whole call ``total_timeout``
+  (every attempt and the waits between them). See "Deadlines" below.
 - **Throttling**: a failed attempt whose answer means "slow down" (HTTP 429, Bedrock's
   ``ThrottlingException``, Gemini's ``RESOURCE_EXHAUSTED``, DashScope's ``Throttling.*``...)
   carries ``CallFailure.throttled``; each provider has one classifying function in
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import logging
 import random
 import threading
@@ -37,7 +43,13 @@ import httpx
 import tenacity
 from pydantic import BaseModel, Field, PrivateAttr, SecretStr
 
-from flink_agents.errors import ModelCallError
+from flink_agents.api.embedding_models.embedding_model import BaseEmbeddingModelConnection
+from flink_agents.api.timeouts import (
+    DEFAULT_EMBEDDING_DEADLINE,
+    DEFAULT_MODEL_DEADLINE,
+    await_within,
+)
+from flink_agents.errors import ModelCallError, ModelCallTimeoutError
 
 log = logging.getLogger("flink_agents.integrations")
 
@@ -60,6 +72,8 @@ class CallFailure(Exception):
         status: the HTTP status, if the server answered.
         retryable: whether another attempt may succeed.
         retry_after: seconds the server asked us to wait, if it said so.
+        timed_out: the timeout in seconds this attempt (or the whole call) ran past, if it
+            failed for that reason.
         throttled: the provider refused the call because of a rate or quota limit (as
             classified by the provider's function in ``_throttling.py``); such a failure
             is always retryable.
@@ -72,6 +86,7 @@ class CallFailure(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        timed_out: float | None = None,
         throttled: bool = False,
     ) -> None:
         super().__init__(message)
@@ -79,6 +94,7 @@ class CallFailure(Exception):
         self.status = status
         self.retryable = retryable or throttled
         self.retry_after = retry_after
+        self.timed_out = timed_out
         self.throttled = throttled
 
 
@@ -234,7 +250,12 @@ class ModelClientSettings(BaseModel):
     """Options every model connection has (timeouts, retries, concurrency).
 
     Attributes:
-        timeout: seconds one attempt may take before it counts as failed.
+        timeout: seconds one attempt may take as a whole (connect, send, the complete
+            reply) before it counts as failed (and is retried).
+        total_timeout: seconds the whole call may take, every attempt and the waits
+            between them included (not the wait for a free place, ``max_concurrency``);
+            default: 300 for chat models, 120 for embedding models. Past it the call fails
+            with :class:`~flink_agents.errors.ModelCallTimeoutError`.
         max_retries: further attempts after a retryable failure (429, 5xx, timeout,
             connection error); 0 disables retries.
         retry_initial_backoff: seconds before the first retry; doubles on each retry.
@@ -244,6 +265,7 @@ class ModelClientSettings(BaseModel):
     """
 
     timeout: float = Field(default=60.0, gt=0)
+    total_timeout: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=3, ge=0)
     retry_initial_backoff: float = Field(default=0.5, ge=0)
     retry_max_backoff: float = Field(default=8.0, ge=0)
@@ -276,7 +298,7 @@ class ModelClientSettings(BaseModel):
             backoff = min(self.retry_max_backoff, exc.retry_after)
         return backoff
 
-    def _retry_kwargs(self, model: str | None) -> dict[str, Any]:
+    def _retry_kwargs(self, model: str | None, deadline: CallDeadline) -> dict[str, Any]:
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             wait = state.next_action.sleep if state.next_action else 0.0
@@ -292,7 +314,8 @@ class ModelClientSettings(BaseModel):
 
         return {
             "stop": tenacity.stop_after_attempt(self.max_retries + 1),
-            "wait": self._wait,
+            # A wait never goes past the deadline: the attempt after it fails at once.
+            "wait": lambda state: min(self._wait(state), max(0.0, deadline.remaining())),
             "retry": tenacity.retry_if_exception(
                 lambda e: isinstance(e, CallFailure) and e.retryable
             ),
@@ -301,8 +324,16 @@ class ModelClientSettings(BaseModel):
         }
 
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
-        tries = f" after {attempts} attempt(s)" if exc.retryable else ""
+        tries = f" after {attempts} attempt(s)" if exc.retryable or exc.timed_out else ""
         message = redact(f"{exc.message}{tries}", *self._secrets())
+        if exc.timed_out:
+            return ModelCallTimeoutError(
+                message,
+                provider=self.PROVIDER,
+                model=model,
+                kind=self._call_kind(),
+                timeout=exc.timed_out,
+            )
         return ModelCallError(
             message,
             provider=self.PROVIDER,
@@ -313,15 +344,19 @@ class ModelClientSettings(BaseModel):
 
     def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
         """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit
-        with retries. Returns the result and the number of attempts made.
+        with retries, each attempt and the whole call within their deadlines (an attempt
+        runs on a helper thread that is abandoned at its deadline). Returns the result and
+        the number of attempts made.
 
         Raises:
-            ModelCallError: the call failed for good.
+            ModelCallError: the call failed for good
+                (:class:`~flink_agents.errors.ModelCallTimeoutError`: it ran out of time).
         """
-        retrying = tenacity.Retrying(**self._retry_kwargs(model))
         with self.limiter.hold():
+            deadline = self._deadline()
+            retrying = tenacity.Retrying(**self._retry_kwargs(model, deadline))
             try:
-                result = retrying(attempt)
+                result = retrying(_attempt_within_sync, attempt, deadline, self._attempt_timeout())
             except CallFailure as exc:
                 raise self._error(
                     exc, model, retrying.statistics.get("attempt_number", 1)
@@ -332,16 +367,129 @@ class ModelClientSettings(BaseModel):
         self, attempt: Callable[..., Awaitable[T]], *args: Any, model: str | None
     ) -> tuple[T, int]:
         """Asynchronous :meth:`call_with_retries`: ``attempt`` is an ``async def`` function
-        (called with ``args``)."""
-        retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model))
+        (called with ``args``), cancelled at its deadline."""
         await self.limiter.acquire()
         try:
-            result: T = await retrying(attempt, *args)
+            deadline = self._deadline()
+            retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model, deadline))
+            result: T = await retrying(
+                _attempt_within, attempt, args, deadline, self._attempt_timeout()
+            )
         except CallFailure as exc:
             raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
         finally:
             self.limiter.release()
         return result, int(retrying.statistics.get("attempt_number", 1))
+
+    # -- deadlines --------------------------------------------------------------------------
+    def _attempt_timeout(self) -> float:
+        """Seconds one attempt may take (``timeout``; a provider with an option of its own
+        for it overrides this)."""
+        return self.timeout
+
+    def _call_kind(self) -> str:
+        return "embedding model" if isinstance(self, BaseEmbeddingModelConnection) else "chat model"
+
+    @property
+    def call_deadline(self) -> float:
+        """Seconds a whole call may take: ``total_timeout``, else the default of the kind
+        (the built-in chat action reads it to know that the connection bounds its calls)."""
+        if self.total_timeout is not None:
+            return self.total_timeout
+        if isinstance(self, BaseEmbeddingModelConnection):
+            return DEFAULT_EMBEDDING_DEADLINE
+        return DEFAULT_MODEL_DEADLINE
+
+    def _deadline(self) -> CallDeadline:
+        # Starts once the call holds its place: waiting for one is not part of it.
+        return CallDeadline(self.call_deadline)
+
+
+# --- Deadlines ----------------------------------------------------------------------------
+# One call = attempts with waits between them. An attempt gets min(timeout, what is left of
+# the call's deadline); when it runs out the attempt fails as "timed out" (retryable while
+# the call has time left). The async path cancels the attempt (inline, see
+# flink_agents.api.timeouts.await_within); the sync path runs it on a helper thread and
+# abandons it (a blocking socket read cannot be interrupted from outside).
+
+
+class CallDeadline:
+    """When a call must have finished (monotonic clock).
+
+    Attributes:
+        seconds: the call's deadline in seconds from its start.
+    """
+
+    __slots__ = ("_at", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._at = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (negative once past)."""
+        return self._at - time.monotonic()
+
+
+def _attempt_budget(deadline: CallDeadline, timeout: float) -> tuple[float, bool]:
+    """Seconds the next attempt may take and whether the call's deadline (not the
+    attempt's timeout) is what bounds it.
+
+    Raises:
+        CallFailure: the call has no time left.
+    """
+    left = deadline.remaining()
+    if left <= 0:
+        raise _deadline_failure(deadline)
+    return (left, True) if left < timeout else (timeout, False)
+
+
+def _deadline_failure(deadline: CallDeadline) -> CallFailure:
+    return CallFailure(
+        f"the call did not finish within its deadline of {deadline.seconds:g}s (total_timeout)",
+        timed_out=deadline.seconds,
+    )
+
+
+def _attempt_failure(seconds: float) -> CallFailure:
+    return CallFailure(f"no complete reply within {seconds:g}s", retryable=True, timed_out=seconds)
+
+
+async def _attempt_within(
+    attempt: Callable[..., Awaitable[T]],
+    args: tuple[Any, ...],
+    deadline: CallDeadline,
+    timeout: float,
+) -> T:
+    seconds, by_deadline = _attempt_budget(deadline, timeout)
+    return await await_within(
+        attempt(*args),
+        seconds,
+        lambda: _deadline_failure(deadline) if by_deadline else _attempt_failure(seconds),
+    )
+
+
+def _attempt_within_sync(attempt: Callable[[], T], deadline: CallDeadline, timeout: float) -> T:
+    seconds, by_deadline = _attempt_budget(deadline, timeout)
+    box: list[Any] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box.append((True, context.run(attempt)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box.append((False, exc))
+
+    # A daemon thread: an abandoned attempt must not keep the process from exiting.
+    worker = threading.Thread(target=run, name="flink-agents-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not box:
+        raise _deadline_failure(deadline) if by_deadline else _attempt_failure(seconds)
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
 
 
 def secret_value(value: SecretStr | str | None) -> str | None:
@@ -458,7 +606,11 @@ class HttpJsonClient(ModelClientSettings):
     def _transport_failure(self, exc: httpx.HTTPError, path: str) -> CallFailure:
         url = f"{self._base_url().rstrip('/')}{path}"
         if isinstance(exc, httpx.TimeoutException):
-            return CallFailure(f"no reply from {url} within {self.timeout}s", retryable=True)
+            return CallFailure(
+                f"no reply from {url} within {self.timeout}s",
+                retryable=True,
+                timed_out=self.timeout,
+            )
         return CallFailure(
             f"cannot reach {url}: {type(exc).__name__}: {exc}",
             retryable=isinstance(exc, httpx.TransportError),

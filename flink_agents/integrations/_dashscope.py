@@ -76,6 +76,9 @@ class DashScopeClient(ModelClientSettings):
     def _seconds(self) -> float:
         return self.request_timeout or self.timeout
 
+    def _attempt_timeout(self) -> float:
+        return self._seconds()
+
     def _call_kwargs(self) -> dict[str, Any]:
         """Arguments every SDK call gets (credentials, endpoint, timeout)."""
         kwargs: dict[str, Any] = {
@@ -110,7 +113,11 @@ class DashScopeClient(ModelClientSettings):
         where = self.base_url or DEFAULT_BASE_URL
         name = type(exc).__name__
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in name:
-            return CallFailure(f"no reply from {where} within {self._seconds()}s", retryable=True)
+            return CallFailure(
+                f"no reply from {where} within {self._seconds()}s",
+                retryable=True,
+                timed_out=self._seconds(),
+            )
         if isinstance(exc, (ValueError, TypeError, KeyError)):
             # the SDK could not read the answer (not JSON, or not DashScope's shape);
             # before OSError: requests' JSONDecodeError is both

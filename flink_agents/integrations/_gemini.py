@@ -141,7 +141,9 @@ class GeminiClient(ModelClientSettings):
         name = type(exc).__name__
         if "Timeout" in name:
             return CallFailure(
-                f"no reply from {self._where()} within {self.timeout}s", retryable=True
+                f"no reply from {self._where()} within {self.timeout}s",
+                retryable=True,
+                timed_out=self.timeout,
             )
         if "Connect" in name or isinstance(exc, (ConnectionError, OSError)):
             return CallFailure(f"cannot reach {self._where()}: {name}: {exc}", retryable=True)

@@ -96,7 +96,9 @@ class OpenAIClient(ModelClientSettings):
 
     def _failure(self, exc: Exception) -> CallFailure:
         if isinstance(exc, openai.APITimeoutError):
-            return CallFailure(f"no reply within {self.timeout}s", retryable=True)
+            return CallFailure(
+                f"no reply within {self.timeout}s", retryable=True, timed_out=self.timeout
+            )
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
             return CallFailure(

@@ -1,12 +1,14 @@
-"""Paused runs: what both hosts keep while a run waits for a human decision.
+"""Paused runs: what the per-key protocol keeps while a run waits for a human decision.
 
 A run that reaches ``ctx.request_approval`` without a decision in its durable log ends as a
-paused :class:`~flink_agents.runtime.core.RunResult`. The host keeps a :class:`PausedRun`
-(the input, the durable records so far, where the decision goes), emits the request and
-holds the key's later inputs back. An :class:`~flink_agents.api.approval.ApprovalResponse`
-accepted by :func:`accept_response` (or :func:`expired_response` at the deadline) becomes
-the decision record, and the host runs the input again with :meth:`PausedRun.resume_log`.
-See docs/ARCHITECTURE.md, "Approval".
+paused :class:`~flink_agents.runtime.core.RunResult`. The key's
+:class:`~flink_agents.runtime.sequencing.KeySequencer` keeps a :class:`PausedRun` (the input,
+the durable records so far, where the decision goes), the host emits the request and the
+key's later inputs are held back. An :class:`~flink_agents.api.approval.ApprovalResponse`
+that :func:`response_problem` finds nothing wrong with (or :func:`expired_response` at the
+deadline) becomes the decision record, and the input runs again with it. A response that
+resumes nothing is dropped by the host with :func:`drop_response`. See
+docs/ARCHITECTURE.md, "Approval".
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flink_agents.api.approval import ApprovalRequest, ApprovalResponse
-from flink_agents.runtime.core import APPROVAL_DECISION, DurableRecord, RunResult
+from flink_agents.runtime.core import DurableRecord, RunResult
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
 
 log = logging.getLogger("flink_agents.runtime.approval")
@@ -26,73 +28,68 @@ log = logging.getLogger("flink_agents.runtime.approval")
 DROPPED_COUNTER = "numOfApprovalResponsesDropped"
 
 
-@dataclass
+@dataclass(frozen=True)
 class PausedRun:
     """A run waiting for a decision.
 
     Attributes:
-        value: the paused input.
+        item: the paused input (the host's: an object with an ``id``).
         durable: every durable record of the run so far (replayed on resume).
-        request: the request that was emitted.
+        result: the paused run's result; its one output is the request.
         call_id: the durable call id the decision is recorded under.
     """
 
-    value: Any
+    item: Any
     durable: dict[str, DurableRecord]
-    request: ApprovalRequest
+    result: RunResult
     call_id: str
+
+    @property
+    def request(self) -> ApprovalRequest:
+        """The request that was emitted."""
+        assert self.result.approval is not None
+        return self.result.approval
 
     @classmethod
     def of(
-        cls, value: Any, durable: dict[str, DurableRecord] | None, result: RunResult
+        cls, item: Any, durable: dict[str, DurableRecord] | None, result: RunResult
     ) -> PausedRun:
-        """The paused run of ``result`` (a run of ``value`` given the log ``durable``)."""
+        """The paused run of ``result`` (a run of ``item`` given the log ``durable``)."""
         assert result.approval is not None and result.approval_call_id is not None
         return cls(
-            value=value,
+            item=item,
             durable={**(durable or {}), **result.durable_records},
-            request=result.approval,
+            result=result,
             call_id=result.approval_call_id,
         )
 
-    def resume_log(self, response: ApprovalResponse) -> dict[str, DurableRecord]:
-        """The durable log to run the input again with: the records so far and the
-        decision."""
-        return {**self.durable, self.call_id: DurableRecord(APPROVAL_DECISION, result=response)}
 
-    def expired(self, now: float | None = None) -> bool:
-        """The request's deadline has passed."""
-        deadline = self.request.expires_at
-        return deadline is not None and (time.time() if now is None else now) >= deadline
-
-
-def accept_response(
-    request: ApprovalRequest | None,
-    key: Any,
-    response: ApprovalResponse,
-    metrics: SimpleMetricGroup,
-) -> bool:
-    """Whether ``response`` (arrived under ``key``) answers ``request``, the key's paused
-    run's (None: no run of the key is paused). A response
-    that does not (no paused run, another request id, a ``key`` field naming another key) is
-    logged and counted in ``numOfApprovalResponsesDropped``; it never resumes a run."""
-    problem = None
+def response_problem(
+    request: ApprovalRequest | None, key: Any, response: ApprovalResponse
+) -> str | None:
+    """Why ``response`` (arrived under ``key``) does not answer ``request``, the key's paused
+    run's (None: no run of the key is paused); None when it does."""
     if response.key != key:
-        problem = f"it names key {response.key!r} but arrived under key {key!r}"
-    elif request is None:
-        problem = "no run of this key waits for a decision (answered, expired or unknown)"
-    elif request.request_id != response.request_id:
-        problem = f"the key's paused run waits for request {request.request_id}"
-    if problem is None:
-        return True
+        return f"it names key {response.key!r} but arrived under key {key!r}"
+    if request is None:
+        return "no run of this key waits for a decision (answered, expired or unknown)"
+    if request.request_id != response.request_id:
+        return f"the key's paused run waits for request {request.request_id}"
+    return None
+
+
+def drop_response(
+    key: Any, response: ApprovalResponse, reason: str, metrics: SimpleMetricGroup
+) -> None:
+    """Log and count (``numOfApprovalResponsesDropped``) a response that resumes nothing;
+    ``reason`` says why (:func:`response_problem`)."""
     metrics.get_counter(DROPPED_COUNTER).inc()
     log.warning(
         "dropped approval response for request %s of key %r: %s",
         response.request_id,
         key,
-        problem,
+        reason,
     )
-    return False
 
 
 def expired_response(request: ApprovalRequest) -> ApprovalResponse:

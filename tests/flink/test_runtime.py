@@ -46,9 +46,19 @@ def test_concurrency_across_keys_with_drain(tmp_path) -> None:
     # flight (processing-time timers are dropped then; the drain timer finishes them).
     assert sorted(r["key"] for r in results) == sorted(r["key"] for r in records)
     assert len(count_file.read_text().splitlines()) == keys
-    # Serial would take 40 s; job start-up alone is 5-9 s on this machine.
-    assert wall < 25, wall
-    assert span < 8, span
+    # Keys overlapped: structurally, not by a wall-time bound (the machine's load varies).
+    # Serial runs would never overlap; with 200 keys in flight most of them do.
+    assert _most_at_once(results) >= 50, _most_at_once(results)
+
+
+def _most_at_once(results: list[dict]) -> int:
+    """The largest number of runs in progress at one instant (from their t0/t1)."""
+    edges = sorted([(r["t0"], 1) for r in results] + [(r["t1"], -1) for r in results])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
 
 
 def test_resources_are_created_once_per_slot(tmp_path) -> None:

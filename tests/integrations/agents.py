@@ -51,7 +51,9 @@ from flink_agents.integrations.chat_models.vllm.vllm_chat_model import (
 from flink_agents.testing import servers as fs
 from flink_agents.testing.servers import cloud_formats as cs
 
-FAST = {"retry_initial_backoff": 0.01, "retry_max_backoff": 0.05, "timeout": 2.0}
+#: Quick retries. The timeout bounds a whole attempt, a cold SDK client included (boto3
+#: loading its service models took over 2 s on a busy machine): not tighter than this.
+FAST = {"retry_initial_backoff": 0.01, "retry_max_backoff": 0.05, "timeout": 10.0}
 
 
 def add(a: int, b: int) -> int:

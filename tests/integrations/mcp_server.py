@@ -5,16 +5,19 @@ Run: ``python -m tests.integrations.mcp_server stdio`` or ``... http PORT``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 server = MCPServer("flink-agents-test-tools")
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def multiply(a: int, b: int) -> int:
     """Multiply two integers.
 
@@ -41,6 +44,20 @@ def env_value(name: str) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Answer after ``seconds`` (a slow tool)."""
+    await asyncio.sleep(seconds)
+    return "rested"
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def write_file(path: str, text: str) -> str:
+    """Write ``text`` to the file ``path`` (a tool that changes the world)."""
+    Path(path).write_text(text)
+    return "written"
 
 
 @server.prompt()

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.resource import ResourceDescriptor
-from flink_agents.errors import ModelCallError
+from flink_agents.errors import CallTimeoutError, ModelCallError, ModelCallTimeoutError
 from flink_agents.testing.ports import free_port
 from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
@@ -157,15 +157,17 @@ async def test_reply_without_the_expected_fields(p: Provider):
 
 
 async def test_slow_reply_times_out_and_is_retried(p: Provider):
-    # The reply would take 3 s; two attempts cut at 0.15 s end well before it, even on a
-    # loaded machine (the bound only shows that the timeout cut the wait).
-    with ScriptedServer([Reply(p.text_reply("too late"), delay=3.0)]) as server:
-        conn = p.make_connection(server.url, timeout=0.15, max_retries=1)
+    # The reply would take 60 s; two attempts cut at 3 s end well before it, even on a
+    # loaded machine (the bound only shows that the timeout cut the wait). A timeout bounds
+    # the whole attempt (a cold SDK client and connect included), so it is not set tighter.
+    with ScriptedServer([Reply(p.text_reply("too late"), delay=60.0)]) as server:
+        conn = p.make_connection(server.url, timeout=3.0, max_retries=1)
         start = time.perf_counter()
-        with pytest.raises(ModelCallError, match=r"within 0.15s after 2 attempt") as info:
+        with pytest.raises(ModelCallTimeoutError, match=r"within 3s after 2 attempt") as info:
             await conn.achat(USER, model=_model(p))
-        assert time.perf_counter() - start < 2.5
-    assert info.value.status is None
+        assert time.perf_counter() - start < 30
+    assert info.value.status is None and info.value.timeout == 3.0
+    assert isinstance(info.value, ModelCallError) and isinstance(info.value, CallTimeoutError)
     assert len(server.requests) == 2
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from flink_agents.api.resource import ResourceDescriptor, ResourceType
 from flink_agents.api.tools.tool import ToolType
-from flink_agents.errors import ResourceError, ToolError
+from flink_agents.errors import CallTimeoutError, ResourceError, ToolError
 from flink_agents.integrations.chat_models.openai.openai_chat_model import (
     OpenAIChatModelConnection,
     OpenAIChatModelSetup,
@@ -109,6 +109,34 @@ def test_mcp_errors_become_tool_errors(stdio_server):
 def test_env_from_passes_secrets_at_run_time_only(stdio_server):
     assert stdio_server.call_tool("env_value", {"name": "FA_TEST_MCP_SECRET"}) == "s3cr3t-from-env"
     assert "s3cr3t" not in stdio_server.model_dump_json()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_slow_call_is_cut_at_the_servers_timeout_and_the_session_goes_on(mode):
+    server = MCPServer(**STDIO, timeout=60)
+    try:
+        server.list_tools()  # connected (a cold start is not what this test measures)
+        server.timeout = 1.5
+        nap = server.get_tool("nap")
+        start = time.monotonic()
+        with pytest.raises(CallTimeoutError) as info:
+            if mode == "sync":
+                nap.call(seconds=60)
+            else:
+                asyncio.run(nap.acall(seconds=60))
+        assert time.monotonic() - start < 20
+        assert (info.value.kind, info.value.timeout) == ("mcp", 1.5)
+        assert "within 1.5s" in str(info.value)
+        assert server.call_tool("multiply", {"a": 2, "b": 4}) == "8"
+    finally:
+        server.close()
+
+
+def test_tools_are_marked_side_effecting_unless_declared_read_only(stdio_server):
+    tools = {t.name: t for t in stdio_server.list_tools()}
+    assert tools["multiply"].side_effects is False  # readOnlyHint
+    assert tools["write_file"].side_effects is True  # destructiveHint
+    assert tools["pid"].side_effects is True  # no hint: MCP assumes it may change things
 
 
 def test_prompts(stdio_server):
@@ -222,3 +250,37 @@ def test_stdio_server_starts_when_stderr_has_no_file_descriptor(monkeypatch):
         assert "multiply" in {t.name for t in server.list_tools()}
     finally:
         server.close()
+
+
+def test_a_model_cannot_call_an_mcp_tool_its_setup_does_not_offer(tmp_path):
+    # The setup offers multiply and explode; the server also has write_file, which the
+    # model asks for (as an injected instruction could make it do). It must never run.
+    target = tmp_path / "pwned.txt"
+
+    def respond(request):
+        results = dict(agents.OPENAI.tool_results(request.body))
+        if not results:
+            return Reply(
+                fs.openai_reply(
+                    None,
+                    [
+                        ("call_w", "write_file", {"path": str(target), "text": "x"}),
+                        ("call_m", "multiply", {"a": 6, "b": 7}),
+                    ],
+                )
+            )
+        return Reply(fs.openai_reply(f"w={results['call_w']}; m={results['call_m']}"))
+
+    mcp = MCPServer(**STDIO, timeout=60)
+    try:
+        with ScriptedServer(respond=respond) as model_server:
+            out = agents.run_agent(
+                _agent_with_mcp(model_server.url, mcp), [{"key": "k", "value": "go"}]
+            )
+    finally:
+        mcp.close()
+    (answer,) = [o["k"]["content"] for o in out]
+    assert not target.exists()
+    assert answer == (
+        "w=Error: unknown tool 'write_file'; the tools you can call are: explode, multiply; m=42"
+    )

@@ -96,8 +96,18 @@ class BranchAgent(Agent):
         ctx.send_event(OutputEvent(output=event.text.upper()))
 
 
+#: slow_double calls in progress now, and the most at once (a concurrency measure that does
+#: not depend on the machine's speed).
+IN_PROGRESS = {"now": 0, "most": 0}
+
+
 async def slow_double(x: int) -> int:
-    await asyncio.sleep(0.1)
+    IN_PROGRESS["now"] += 1  # one event loop: no lock needed
+    IN_PROGRESS["most"] = max(IN_PROGRESS["most"], IN_PROGRESS["now"])
+    try:
+        await asyncio.sleep(0.1)
+    finally:
+        IN_PROGRESS["now"] -= 1
     count("slow_double")
     return x * 2
 

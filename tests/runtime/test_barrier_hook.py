@@ -19,6 +19,7 @@ from flink_agents.runtime.flink import entry  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
 from flink_agents.runtime.flink.slot import Item, KeyWork  # noqa: E402
 from flink_agents.runtime.flink.state import KeyedState  # noqa: E402
+from flink_agents.runtime.sequencing import Run  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeJavaBackend,
     FakeMapState,
@@ -53,6 +54,16 @@ def _work(key: str, state_key: Any) -> KeyWork:
     return work
 
 
+def _finished(work: KeyWork, item: Item, outcome: Any) -> None:
+    """``item``'s run ended with ``outcome`` on ``work``'s chain, not collected yet."""
+    seq = work.seq
+    seq.arrive(item)
+    seq.placed()
+    step = seq.next_run()
+    assert isinstance(step, Run) and step.item is item
+    seq.finished(item, outcome)
+
+
 @pytest.mark.parametrize("java", [True, False], ids=["thread", "process"])
 def test_records_are_saved_under_their_keys_and_the_key_is_put_back(java: bool) -> None:
     function, backend, durable = _function(java)
@@ -61,7 +72,7 @@ def test_records_are_saved_under_their_keys_and_the_key_is_put_back(java: bool) 
     a.record("i1", "2", DurableRecord("f", result=2))
     # b's run has finished but is not committed yet: its record is saved too.
     b.record("i2", "1", DurableRecord("g", result="x"))
-    b.results.append((Item("i2", None, {}), RuntimeError("not collected yet")))
+    _finished(b, Item("i2", 0, {}), RuntimeError("not collected yet"))
     function._active = {"a": a, "b": b, "c": idle}
 
     if java:

@@ -61,7 +61,9 @@ def test_unknown_tool_becomes_an_error_response_the_model_sees():
         [{"key": "k", "value": {"tool": "teleport", "args": {}}}],
         tool_agent_resources(),
     )
-    assert out[0].startswith("teleport[c1]=Error: tool 'teleport' failed: UnknownToolError")
+    assert out[0] == (
+        "teleport[c1]=Error: unknown tool 'teleport'; the tools you can call are: multiply"
+    )
 
 
 def test_tool_with_wrong_arguments_becomes_an_error_response():

@@ -166,7 +166,7 @@ def test_a_response_during_the_rerun_after_a_restore_survives_another_failure() 
     # The response comes first after the restore: u1's run re-runs (its model call is
     # answered from the log, after a thread hop) and has not paused again.
     assert send(second, request.approve()) == []
-    assert second._active["u1"].paused is None
+    assert second._active["u1"].seq.paused is None
     slot.close()  # the task fails again before the run pauses
 
     third, slot = start()

@@ -24,6 +24,7 @@ from flink_agents.runtime.flink.output import (  # noqa: E402
 )
 from flink_agents.runtime.flink.slot import Item, KeyWork  # noqa: E402
 from flink_agents.runtime.flink.state import MEMORY, PENDING, KeyedState  # noqa: E402
+from flink_agents.runtime.sequencing import Stop  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeJavaBackend,
     FakeListState,
@@ -71,8 +72,14 @@ def test_state_may_hold_asks_the_java_backend_and_answers_true_when_it_cannot(
 
 
 def _settled(outcome: Any, *, persist: bool = True) -> KeyWork:
+    """A key's work whose chain ran one input to ``outcome`` and stopped."""
     work = KeyWork("k", {}, persist_memory=persist)
-    work.results.append((Item("i1", KEEP_TIMESTAMP, {"x": 1}), outcome))
+    seq = work.seq
+    item = Item("i1", KEEP_TIMESTAMP, {"x": 1})
+    seq.arrive(item)
+    seq.placed()
+    seq.next_run()
+    assert isinstance(seq.finished(item, outcome), Stop)
     return work
 
 
@@ -92,7 +99,7 @@ def _function(packed: bool, *, keyless: bool = False) -> fn.AgentProcessFunction
 
 def _commit_settled(function: fn.AgentProcessFunction, work: KeyWork) -> list[Any]:
     """What process_element emits for a run that finished without waiting."""
-    return list(function._commit(work, work.results))
+    return list(function._commit(work, work.seq.collect()))
 
 
 def test_settled_run_commits_memory_and_reads_memory_from_then_on() -> None:

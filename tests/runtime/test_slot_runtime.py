@@ -12,7 +12,18 @@ from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.errors import TaskCancelledError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink.slot import Item, KeyWork, SlotRuntime
+from flink_agents.runtime.sequencing import STARTED, Arrival, Commit
 from tests.flink.agents import chat_agent
+
+
+def _work(slot: SlotRuntime | None = None) -> KeyWork:
+    """A key's work whose protocol started a chain for one input (with its place taken)."""
+    work = KeyWork("k", {})
+    assert work.seq.arrive(Item("1", 0, {"key": "k", "i": 1})) is Arrival.PLACE
+    if slot is not None:
+        slot.acquire()
+    assert work.seq.placed().action is STARTED
+    return work
 
 
 def _calls_threads() -> list[threading.Thread]:
@@ -26,14 +37,11 @@ def test_close_after_runs_stops_the_loop_and_the_call_threads() -> None:
     slot = SlotRuntime(plan)
     slot.runner.executor.submit(time.sleep, 0).result()  # a blocking call made a call thread
     assert set(_calls_threads()) - before
-    work = KeyWork("k", {})
-    work.queue.append(Item("1", 0, {"key": "k", "i": 1}))
-    work.running = True
-    slot.acquire()
+    work = _work(slot)
     slot.start(work)
     assert work.wait_idle(5)
-    [(item, outcome)] = work.take_results()
-    assert outcome.outputs == [{"key": "k", "i": 1}]
+    [commit] = work.seq.collect()
+    assert isinstance(commit, Commit) and commit.result.outputs == [{"key": "k", "i": 1}]
     slot.close()
     slot._thread.join(5)
     assert not slot._thread.is_alive()
@@ -50,10 +58,7 @@ def _hung_slot(cancelled: threading.Event, max_in_flight: int = 1) -> tuple[Slot
     config.set_str("max-in-flight", str(max_in_flight))
     plan = AgentPlan.from_agent(chat_agent(latency=100000), config)
     slot = SlotRuntime(plan, cancelled=cancelled.is_set)
-    work = KeyWork("k", {})
-    work.queue.append(Item("1", 0, {"key": "k", "i": 1}))
-    work.running = True
-    slot.acquire()
+    work = _work(slot)
     assert not slot.start_and_settle(work)  # really waits: on the model
     return slot, work
 
@@ -112,6 +117,6 @@ def test_cancel_stops_the_runs_of_a_slot() -> None:
     assert work.wait_idle(5)
     slot._thread.join(5)
     assert not slot._thread.is_alive()
-    assert work.take_results() == []
+    assert list(work.seq.collect()) == []
     with pytest.raises(TaskCancelledError):
         slot.check_cancelled("anything")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -185,3 +187,123 @@ def test_a_bounded_call_keeps_its_durable_signature():
     for _ in range(2):  # also once the plain functions are cached
         assert _call_info(one) == _call_info(_first) == (f"{__name__}._first", True)
         assert _call_info(two) == _call_info(_second) == (f"{__name__}._second", True)
+
+
+class _Owner:
+    async def work(self) -> str:
+        return "done"
+
+
+def test_a_bounded_method_keeps_its_owner_for_the_metrics():
+    from flink_agents.api.timeouts import bounded
+
+    owner = _Owner()
+    call = bounded(owner.work, 5, "tool", "t")
+    assert call.__self__ is owner  # type: ignore[attr-defined]
+    assert call.__wrapped__ == owner.work  # type: ignore[attr-defined]
+    assert asyncio.run(call()) == "done"
+
+
+def _expired() -> CallTimeoutError:
+    return CallTimeoutError("expired", kind="tool", name="t", timeout=0.05)
+
+
+def test_await_within_keeps_the_awaitables_own_timeout_error():
+    from flink_agents.api.timeouts import await_within
+
+    async def raises() -> None:
+        raise TimeoutError("mine")
+
+    with pytest.raises(TimeoutError, match="mine") as info:
+        asyncio.run(await_within(raises(), 5, _expired))
+    assert not isinstance(info.value, CallTimeoutError)
+
+
+def test_nested_deadlines_each_report_their_own():
+    from flink_agents.api.timeouts import await_within
+
+    def named(name: str) -> Any:
+        return lambda: CallTimeoutError(name, kind="tool", name=name, timeout=0)
+
+    async def inner_first() -> None:
+        await await_within(await_within(asyncio.sleep(30), 0.05, named("inner")), 30, named("o"))
+
+    async def outer_first() -> None:
+        await await_within(await_within(asyncio.sleep(30), 30, named("inner")), 0.05, named("o"))
+
+    with pytest.raises(CallTimeoutError) as info:
+        asyncio.run(inner_first())
+    assert info.value.name == "inner"
+    with pytest.raises(CallTimeoutError) as info:
+        asyncio.run(outer_first())
+    assert info.value.name == "o"
+
+
+def test_a_cancellation_from_outside_stays_a_cancellation():
+    from flink_agents.api.timeouts import await_within
+
+    async def main() -> None:
+        task = asyncio.ensure_future(await_within(asyncio.sleep(30), 30, _expired))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+
+def test_a_swallowed_cancellation_does_not_hit_a_later_await():
+    from flink_agents.api.timeouts import await_within
+
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "ignored the deadline"
+        return "slept"
+
+    async def main() -> str:
+        result = await await_within(stubborn(), 0.05, _expired)
+        await asyncio.sleep(0.01)  # would raise CancelledError if the request were left
+        return result
+
+    assert asyncio.run(main()) == "ignored the deadline"
+
+
+def test_default_deadlines_of_tools_and_model_calls():
+    from flink_agents.api.chat_message import ChatMessage
+    from flink_agents.integrations.chat_models.openai.openai_chat_model import (
+        OpenAIChatModelConnection,
+        OpenAIChatModelSetup,
+    )
+    from flink_agents.plan.actions.calls import model_timeout
+
+    config = AgentConfiguration()
+    assert config.get(TimeoutOptions.TOOL_TIMEOUT) == 120.0
+    config.set_str("tool.timeout", "none")
+    assert config.get(TimeoutOptions.TOOL_TIMEOUT) is None
+
+    class Ctx:
+        def __init__(self, **options: Any) -> None:
+            self.config = AgentConfiguration()
+            for k, v in options.items():
+                self.config.set_str(k, v)
+
+    resources = {
+        "openai": OpenAIChatModelConnection(api_base_url="http://127.0.0.1:1/v1"),
+        "scripted": ScriptedChatModelConnection(replies=[ChatMessage(content="x")]),
+    }
+
+    def setup(connection: str, **kw: Any) -> Any:
+        made = (OpenAIChatModelSetup if connection == "openai" else ScriptedChatModelSetup)(
+            connection=connection, model="m", **kw
+        )
+        made.get_resource = lambda name, rtype: resources[name]
+        return made
+
+    # The built-in providers bound their calls themselves (total_timeout, 300 s).
+    assert model_timeout(setup("openai"), Ctx()) is None  # type: ignore[arg-type]
+    # Any other connection: 300 s, unless the option or the setup says otherwise.
+    assert model_timeout(setup("scripted"), Ctx()) == 300.0  # type: ignore[arg-type]
+    assert model_timeout(setup("scripted"), Ctx(**{"model.timeout": "7"})) == 7.0  # type: ignore[arg-type]
+    assert model_timeout(setup("openai", timeout=3), Ctx()) == 3.0  # type: ignore[arg-type]

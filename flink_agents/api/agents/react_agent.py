@@ -512,6 +512,9 @@ async def _text_step(event: ChatResponseEvent, ctx: RunnerContext) -> None:
                 "function": {"name": step.action, "arguments": step.action_input or {}},
             }
         ],
+        # Only the tools the prompt listed may run: any other name the reply gives is
+        # answered as an unknown tool (flink_agents.plan.actions.tool_authorization).
+        offered_tools=list(ctx.sensory_memory.get(f"{_STATE}.tool_names") or []),  # type: ignore[call-arg]
     )
     ctx.sensory_memory.set(f"{_STATE}.pending", str(request.id))
     ctx.sensory_memory.set(

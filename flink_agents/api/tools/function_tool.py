@@ -81,6 +81,7 @@ class FunctionTool(Tool):
         allow_pickle: bool = False,
         timeout: float | None = None,
         requires_approval: bool | None = None,
+        side_effects: bool | None = None,
     ) -> FunctionTool:
         """Make a tool from ``func``.
 
@@ -93,6 +94,8 @@ class FunctionTool(Tool):
                 ``tool.timeout`` option).
             requires_approval: a human approves each call first (default:
                 ``@tool(requires_approval=...)``, else False).
+            side_effects: the tool changes the world (default: ``@tool(side_effects=...)``,
+                else False); see ``Tool.side_effects``.
         """
         func = unwrap(func)
         marker = getattr(func, RESOURCE_ATTR, None)
@@ -101,6 +104,8 @@ class FunctionTool(Tool):
             options["timeout"] = timeout
         if requires_approval is not None:
             options["requires_approval"] = requires_approval
+        if side_effects is not None:
+            options["side_effects"] = side_effects
         model, doc = _args_model(func)
         metadata = ToolMetadata(
             name=name or func.__name__,

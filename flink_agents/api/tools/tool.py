@@ -61,11 +61,16 @@ class Tool(SerializableResource, ABC):
             the option's value.
         requires_approval: the built-in tool action does not call it before a human
             approved the call (see :mod:`flink_agents.api.approval`).
+        side_effects: the tool changes the world (sends, writes, pays, deletes) rather than
+            only reading. A marker for the agent's own rules: ``before_tool`` hooks see it
+            (``HookContext.side_effects``), e.g. to ask a human before such calls; nothing
+            else changes. MCP tools are marked unless the server declares them read-only.
     """
 
     metadata: ToolMetadata
     timeout: float | None = Field(default=None, gt=0)
     requires_approval: bool = False
+    side_effects: bool = False
 
     @classmethod
     def resource_type(cls) -> ResourceType:

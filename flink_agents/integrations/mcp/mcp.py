@@ -29,6 +29,15 @@ Errors: a tool result flagged ``isError`` and any failure to call the tool raise
 :class:`~flink_agents.errors.ToolError` with the server's message; the built-in tool action
 turns it into an error response the model sees.
 
+Deadlines: every request (connecting included) ends within the server's ``timeout``
+(default 30 s) as a whole, however slowly the server answers; past it the request is
+cancelled and :class:`~flink_agents.errors.CallTimeoutError` (kind ``"mcp"``) is raised.
+
+Authorization: a chat model setup offers the MCP tools it names in ``tools``, and the
+built-in tool action runs only tools the model was offered, like any other tool. A tool is
+marked ``side_effects`` unless the server declares it read-only (``readOnlyHint``); the
+hint comes from the server, so trust it only as far as you trust the server.
+
 Secrets: ``env`` and ``headers`` travel in the plan like other arguments. Name secrets with
 ``env_from`` (variables of this process passed to a stdio server) and ``headers_from_env``
 (header name -> variable name) instead: they are read at run time only.
@@ -43,6 +52,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, TextIO
@@ -53,7 +63,7 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.prompts.prompt import Prompt
 from flink_agents.api.resource import ResourceType, SerializableResource
 from flink_agents.api.tools.tool import Tool, ToolMetadata, ToolType
-from flink_agents.errors import ResourceError, ToolError
+from flink_agents.errors import CallTimeoutError, ResourceError, ToolError
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +189,12 @@ def _attr(obj: Any, snake: str, camel: str) -> Any:
     return getattr(obj, snake, getattr(obj, camel, None))
 
 
+def _read_only(tool: Any) -> bool:
+    """Whether the server declares the tool read-only (MCP's ``readOnlyHint``)."""
+    annotations = getattr(tool, "annotations", None)
+    return bool(annotations is not None and _attr(annotations, "read_only_hint", "readOnlyHint"))
+
+
 def _content_text(content: Any) -> str:
     kind = getattr(content, "type", None)
     if kind == "text":
@@ -231,7 +247,7 @@ class MCPServer(SerializableResource):
         url: the streamable HTTP endpoint (``endpoint`` is accepted as an alias).
         headers: extra HTTP headers (not secret: they travel in the plan).
         headers_from_env: header name -> environment variable holding its value.
-        timeout: seconds to connect, and for each call.
+        timeout: seconds each request may take as a whole, connecting included.
     """
 
     command: str | None = None
@@ -302,22 +318,35 @@ class MCPServer(SerializableResource):
             return session
 
     def _run(self, make: Any, what: str) -> Any:
-        """Run ``make(session)`` on the session loop and wait (from any thread)."""
+        """Run ``make(session)`` on the session loop and wait (from any thread), connecting
+        first if needed, all within ``timeout``."""
+        deadline = time.monotonic() + self.timeout
         future = self._open().submit(make)
         try:
-            return future.result(self.timeout)
+            return future.result(max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"{what}: no reply within {self.timeout}s") from None
+            raise self._timed_out(what) from None
 
     async def _arun(self, make: Any, what: str) -> Any:
+        deadline = time.monotonic() + self.timeout
         session = await asyncio.to_thread(self._open)
         future = session.submit(make)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+            return await asyncio.wait_for(
+                asyncio.wrap_future(future), max(0.0, deadline - time.monotonic())
+            )
         except asyncio.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"{what}: no reply within {self.timeout}s") from None
+            raise self._timed_out(what) from None
+
+    def _timed_out(self, what: str) -> CallTimeoutError:
+        return CallTimeoutError(
+            f"{what}: no complete reply from MCP server {self.label} within {self.timeout:g}s",
+            kind="mcp",
+            name=what,
+            timeout=self.timeout,
+        )
 
     # --- tools ----------------------------------------------------------------------------
 
@@ -334,6 +363,7 @@ class MCPServer(SerializableResource):
                     ),
                 ),
                 server=self.label,
+                side_effects=not _read_only(t),
             )
             tool._mcp = self
             tools[t.name] = tool
@@ -391,10 +421,11 @@ class MCPServer(SerializableResource):
 
         Raises:
             ToolError: the tool reported an error, or the call failed.
+            CallTimeoutError: no complete reply within ``timeout``.
         """
         try:
             result = self._run(lambda s: s.call_tool(name, arguments), f"calling MCP tool {name!r}")
-        except ToolError:
+        except (ToolError, CallTimeoutError):
             raise
         except Exception as exc:
             raise self._call_failed(name, exc) from exc
@@ -406,7 +437,7 @@ class MCPServer(SerializableResource):
             result = await self._arun(
                 lambda s: s.call_tool(name, arguments), f"calling MCP tool {name!r}"
             )
-        except ToolError:
+        except (ToolError, CallTimeoutError):
             raise
         except Exception as exc:
             raise self._call_failed(name, exc) from exc

@@ -5,12 +5,14 @@
   model asks for tools it sends a :class:`ToolRequestEvent` and continues on the matching
   :class:`ToolResponseEvent`, until the model answers (at most ``max-iterations`` calls).
   The final answer goes out as a :class:`ChatResponseEvent`.
-- :mod:`.tool_call_action` runs the tool calls of a :class:`ToolRequestEvent`. An unknown
+- :mod:`.tool_call_action` runs the tool calls of a :class:`ToolRequestEvent`, only of the
+  tools the model was offered for that request (:mod:`.tool_authorization`). An unknown
   tool, bad arguments or an exception in the tool become error responses the model sees.
 - :mod:`.context_retrieval_action` queries a vector store.
 
 Model calls go through :func:`~.calls.call_model` and tool calls through
-:func:`~.calls.call_tool`, the one place each is made (:mod:`.calls`).
+:func:`~.calls.call_tool`, the one place each is made (:mod:`.calls`); what is sent to a
+model carries no plan secret (:mod:`.secret_text`).
 
 Plans name these functions by module (``flink_agents.plan.actions.chat_model_action``, as
 upstream Apache Flink Agents does); plans compiled before this layout name

@@ -2,7 +2,15 @@
 
 The interceptor chain (:mod:`flink_agents.api.interceptors`) and the real call run inside one
 ``ctx.durable_execute_async``, so a run replayed after a restore calls neither again. Checks
-that must precede every tool call go right before :func:`call_tool`.
+that must precede every tool call go right before :func:`call_tool` (the tool action
+authorizes the call first: :mod:`.tool_authorization`).
+
+A model call also records, inside its durable record, which tools the model was offered
+(:func:`call_model_offering`), and sends no plan secret (:mod:`.secret_text`). Deadlines:
+a model call is bounded by the setup's ``timeout``, else ``model.timeout``, else the
+connection's own deadline (the built-in providers' ``total_timeout``), else
+:data:`~flink_agents.api.timeouts.DEFAULT_MODEL_DEADLINE`; a tool call by the tool's
+``timeout``, else ``tool.timeout``.
 """
 
 from __future__ import annotations
@@ -14,9 +22,11 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.interceptors import ModelCallRequest, ToolCallRequest
 from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
-from flink_agents.api.timeouts import TimeoutOptions, bounded
+from flink_agents.api.timeouts import DEFAULT_MODEL_DEADLINE, TimeoutOptions, bounded
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import UnknownToolError
+from flink_agents.plan.actions.secret_text import masked_arguments, masked_messages, secret_masker
+from flink_agents.plan.actions.tool_authorization import take_offered, with_offered
 from flink_agents.plan.behaviours import run_chain
 
 
@@ -46,25 +56,53 @@ async def call_model(
 ) -> ChatMessage:
     """Call chat model setup ``model`` through the model interceptors, durably: the one
     place a model is called."""
+    reply, _ = await call_model_offering(
+        ctx, model, messages, prompt_args=prompt_args, options=options, offer_tools=offer_tools
+    )
+    return reply
+
+
+async def call_model_offering(
+    ctx: RunnerContext,
+    model: str,
+    messages: list[ChatMessage],
+    *,
+    prompt_args: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    offer_tools: bool = True,
+) -> tuple[ChatMessage, list[str] | None]:
+    """:func:`call_model`, also returning the names of the tools the model was offered when
+    model interceptors may have changed them (recorded in the call's durable record); None
+    when the offer is the setup's own (see :mod:`.tool_authorization`)."""
     setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    mask = secret_masker(ctx)
+    if mask is not None:
+        messages = masked_messages(messages, mask)
+        prompt_args = masked_arguments(prompt_args, mask)
     chain = _chain(ctx, "model")
-    timeout = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    timeout = model_timeout(setup, ctx)
     if not chain and offer_tools:
         # The setup's own call, as before interceptors existed. Passed only when given: a
         # custom setup whose achat predates prompt_args still works.
         if prompt_args:
             options = {**(options or {}), "prompt_args": prompt_args}
+        # Without interceptors the offer is the setup's tools, fixed by the plan: the reply
+        # needs not carry it (the chat action asks the setup when the model calls tools).
         achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
-        return await ctx.durable_execute_async(achat, messages, **(options or {}))
-    return await ctx.durable_execute_async(
-        _intercepted_model_call,
-        setup,
-        chain,
-        ModelCallRequest(model=model, messages=messages, options=dict(options or {}), key=ctx.key),
-        prompt_args or {},
-        offer_tools,
-        timeout,
-    )
+        reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
+    else:
+        reply = await ctx.durable_execute_async(
+            _intercepted_model_call,
+            setup,
+            chain,
+            ModelCallRequest(
+                model=model, messages=messages, options=dict(options or {}), key=ctx.key
+            ),
+            prompt_args or {},
+            offer_tools,
+            timeout,
+        )
+    return take_offered(reply)
 
 
 async def _intercepted_model_call(
@@ -76,15 +114,19 @@ async def _intercepted_model_call(
     timeout: float | None = None,
 ) -> ChatMessage:
     """What the durable record of an intercepted model call wraps: request built, chain
-    run, connection called (bounded by ``timeout``: an interceptor sees the timeout)."""
+    run, connection called (bounded by ``timeout``: an interceptor sees the timeout). The
+    reply carries the names of the tools the connection was given (the chain may change
+    ``request.tools``), or, answered by the chain alone, those the request holds."""
     if offer_tools and setup.tools:
         # Looking tools up may create resources (an MCP server connects): off the loop.
         request.tools = await asyncio.to_thread(setup.get_tools)
     request.messages = setup.prepare_messages(request.messages, prompt_args)
     request.options = {**setup.model_kwargs, **request.options}
+    sent: list[list[Tool]] = []
 
     async def terminal(req: ModelCallRequest) -> ChatMessage:
         achat = bounded(setup.get_connection().achat, timeout, "chat model", request.model)
+        sent.append(list(req.tools or []))
         reply: ChatMessage = await achat(req.messages, req.tools or None, **req.options)
         return reply
 
@@ -92,7 +134,7 @@ async def _intercepted_model_call(
     if not isinstance(reply, ChatMessage):
         # A cache or guardrail may answer with text.
         reply = ChatMessage(role=MessageRole.ASSISTANT, content=str(reply))
-    return reply
+    return with_offered(reply, sent[-1] if sent else request.tools)
 
 
 async def call_tool(
@@ -130,3 +172,27 @@ def call_timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None
     """The resource's own ``timeout``, else the option's value (None: no timeout)."""
     own = getattr(resource, "timeout", None)
     return own if own is not None else ctx.config.get(option)
+
+
+def model_timeout(setup: Any, ctx: RunnerContext) -> float | None:
+    """The deadline the chat action puts on a call of ``setup``: its ``timeout``, else
+    ``model.timeout``, else none when the connection bounds its calls itself (the built-in
+    providers: ``call_deadline``), else :data:`DEFAULT_MODEL_DEADLINE`."""
+    configured = call_timeout(setup, ctx, TimeoutOptions.MODEL_TIMEOUT)
+    if configured is not None:
+        return configured
+    cached = _SELF_BOUNDED.get(id(setup))
+    if cached is None or cached[0] is not setup:
+        try:
+            own = getattr(setup.get_connection(), "call_deadline", None)
+        except Exception:  # noqa: BLE001 - the call itself reports a missing connection
+            own = None
+        if len(_SELF_BOUNDED) >= 256:
+            _SELF_BOUNDED.clear()  # setups live as long as their runner's resources
+        cached = _SELF_BOUNDED[id(setup)] = (setup, isinstance(own, (int, float)) and own > 0)
+    return None if cached[1] else DEFAULT_MODEL_DEADLINE
+
+
+#: Whether a setup's connection bounds its calls itself, by setup (kept with it, so that its
+#: id is not reused meanwhile).
+_SELF_BOUNDED: dict[int, tuple[Any, bool]] = {}

@@ -12,6 +12,10 @@ prompt, as text ReAct does), ``trace`` (the final response's ``extra_args`` get
 ``reasoning`` and ``tool_trace``) and ``chat_history`` (a
 :class:`~flink_agents.api.chat_history.ChatHistory` or its dict: the key's conversation is
 put before the request's messages and the finished exchange added to it).
+
+The :class:`ToolRequestEvent` names the tools the model was offered for the call that asked
+for them (``offered_tools``): the tool action runs no other (see
+:mod:`~flink_agents.plan.actions.tool_authorization`).
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEve
 from flink_agents.api.events.event import Event
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.errors import ModelCallError
-from flink_agents.plan.actions.calls import call_model, hooks_at
+from flink_agents.plan.actions.calls import call_model, call_model_offering, hooks_at
+from flink_agents.plan.actions.tool_authorization import OFFERED_TOOLS, setup_tool_names
 from flink_agents.plan.behaviours import run_hooks
 
 _LOOP = "_tool_loop"
@@ -54,9 +60,9 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     else:
         return
     messages = _next_iteration(state, ctx)
-    response = await _ask_model(ctx, state, messages)
+    response, offered = await _ask_model(ctx, state, messages)
     if response.tool_calls:
-        _request_tools(ctx, state, messages, response)
+        _request_tools(ctx, state, messages, response, offered)
         return
     if state.get("history"):
         await _save_history(ctx, state, response)
@@ -142,9 +148,10 @@ def _next_iteration(state: dict[str, Any], ctx: RunnerContext) -> list[ChatMessa
 
 async def _ask_model(
     ctx: RunnerContext, state: dict[str, Any], messages: list[ChatMessage]
-) -> ChatMessage:
-    """The model's reply, with the ``before_model`` / ``after_model`` hooks around the call
-    (a hook may change the messages or the reply, or answer instead of the model)."""
+) -> tuple[ChatMessage, list[str] | None]:
+    """The model's reply and the names of the tools it was offered (None: not known), with
+    the ``before_model`` / ``after_model`` hooks around the call (a hook may change the
+    messages or the reply, or answer instead of the model)."""
     before = hooks_at(ctx, "before_model")
     if before:
         hc = HookContext(
@@ -158,8 +165,8 @@ async def _ask_model(
         await run_hooks(before, hc)
         messages[:] = hc.messages
         if hc.stopped:
-            return _as_answer(hc.answer)
-    response = await call_model(
+            return _as_answer(hc.answer), []
+    response, offered = await call_model_offering(
         ctx,
         state["model"],
         messages,
@@ -169,7 +176,7 @@ async def _ask_model(
     )
     after = hooks_at(ctx, "after_model")
     if not after:
-        return response
+        return response, offered
     hc = HookContext(
         point=HookPoint.AFTER_MODEL,
         key=ctx.key,
@@ -180,16 +187,34 @@ async def _ask_model(
         iteration=state["iterations"],
     )
     await run_hooks(after, hc)
-    return _as_answer(hc.answer) if hc.stopped else (hc.response or response)
+    # A reply a hook put in may call tools too: only those the model was offered.
+    return (_as_answer(hc.answer) if hc.stopped else (hc.response or response)), offered
 
 
 def _request_tools(
-    ctx: RunnerContext, state: dict[str, Any], messages: list[ChatMessage], response: ChatMessage
+    ctx: RunnerContext,
+    state: dict[str, Any],
+    messages: list[ChatMessage],
+    response: ChatMessage,
+    offered: list[str] | None,
 ) -> None:
-    """Store the loop state and send the reply's tool calls as a :class:`ToolRequestEvent`."""
+    """Store the loop state and send the reply's tool calls as a :class:`ToolRequestEvent`
+    naming the tools the model was offered."""
     calls = [_normalize_call(c, i, state["iterations"]) for i, c in enumerate(response.tool_calls)]
     response = response.model_copy(update={"tool_calls": calls})
-    request = ToolRequestEvent(model=state["model"], tool_calls=calls)
+    if offered is None:
+        # The reply does not say: the setup offered its own tools (nothing with the tools
+        # in the text).
+        offered = (
+            []
+            if state.get("tools_in_text")
+            else setup_tool_names(ctx.get_resource(state["model"], ResourceType.CHAT_MODEL))
+        )
+    request = ToolRequestEvent(
+        model=state["model"],
+        tool_calls=calls,
+        **{OFFERED_TOOLS: offered},  # type: ignore[arg-type]
+    )
     state["messages"] = [m.model_dump(mode="json") for m in [*messages, response]]
     state["pending_calls"] = calls
     state["request_id"] = str(state["request_id"])

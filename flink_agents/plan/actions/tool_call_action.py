@@ -1,8 +1,14 @@
 """The built-in tool action: runs the tool calls of a :class:`ToolRequestEvent`.
 
-An unknown tool, bad arguments, a rejection by a reviewer or an exception in the tool become
-error responses the model sees; an interceptor's or hook's own failure follows the error
-strategy.
+Only tools the model was offered for the request run (:mod:`.tool_authorization`); any
+other name is answered as an unknown tool and the tool is never looked up or run. An
+unknown tool, bad arguments, a rejection by a reviewer, a timeout or an exception in the
+tool become error responses the model sees (secrets masked, :mod:`.secret_text`); an
+interceptor's or hook's own failure follows the error strategy.
+
+Each failed call also gets a code in the :class:`ToolResponseEvent`'s ``error_codes`` (an
+extra field; the event log shows it): ``unauthorized_tool``, ``unknown_tool``,
+``invalid_arguments``, ``rejected``, ``timeout`` or ``tool_error``.
 """
 
 from __future__ import annotations
@@ -14,47 +20,47 @@ from pydantic_core import to_jsonable_python
 from flink_agents.api.events.event import Event
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 from flink_agents.api.hooks import HookContext, HookPoint
-from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.errors import (
+    CallTimeoutError,
     HookError,
     InterceptorError,
-    ResourceError,
+    ToolArgumentError,
     ToolRejectedError,
     UnknownToolError,
 )
 from flink_agents.plan.actions.calls import call_tool, hooks_at
+from flink_agents.plan.actions.secret_text import secret_masker
+from flink_agents.plan.actions.tool_authorization import UNAUTHORIZED_TOOL, grant_for, refusal
 from flink_agents.plan.behaviours import run_hooks
 
 
 async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
-    """Run each requested tool; failures become error responses for the model."""
+    """Run each requested tool the model may call; failures become error responses for
+    the model."""
     if not isinstance(event, ToolRequestEvent):
         return
     responses: dict[str, Any] = {}
     errors: dict[str, str] = {}
-    # The model calls tools by the names it was shown (their metadata names), which may
-    # differ from the resource names the setup lists them under.
-    offered: dict[str, Any] = {}
-    try:
-        setup = ctx.get_resource(event.model, ResourceType.CHAT_MODEL)
-        offered = {t.name: t for t in setup.get_tools()}  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - fall back to resource names below
-        offered = {}
+    codes: dict[str, str] = {}
+    grant = grant_for(event, ctx)
+    mask = secret_masker(ctx)
     for call in event.tool_calls:
         call_id = str(call.get("id"))
         function = call.get("function") or {}
         name = function.get("name", "")
         args = function.get("arguments", {})
+        if not isinstance(name, str) or not grant.allows(name):
+            # Checked before anything else: the tool is not looked up, its hooks and
+            # approval do not run, and the model learns nothing it was not offered.
+            message = refusal(event, ctx, grant, name)
+            errors[call_id] = responses[call_id] = message
+            codes[call_id] = UNAUTHORIZED_TOOL
+            continue
         try:
             if not isinstance(args, dict):
-                raise ValueError(f"arguments must be a JSON object, got {args!r}")
-            tool = offered.get(name)
-            if tool is None:
-                try:
-                    tool = ctx.get_resource(name, ResourceType.TOOL)
-                except ResourceError as exc:
-                    raise UnknownToolError(f"unknown tool {name!r}: {exc.message}") from None
+                raise ToolArgumentError(f"arguments must be a JSON object, got {args!r}")
+            tool = grant.tool(name, ctx)
             needs_approval = getattr(tool, "requires_approval", False)
             before_tool = hooks_at(ctx, "before_tool")
             if before_tool:
@@ -65,6 +71,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     tool=name,
                     arguments=dict(args),
                     tool_call_id=call_id,
+                    side_effects=bool(getattr(tool, "side_effects", False)),
                 )
                 await run_hooks(before_tool, hc)
                 args = hc.arguments
@@ -82,18 +89,33 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     )
                 if decision.arguments is not None:
                     args = decision.arguments
-            result = await call_tool(ctx, tool, name, args, call_id)  # type: ignore[arg-type]
+            result = await call_tool(ctx, tool, name, args, call_id)
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
             responses[call_id] = to_jsonable_python(result, fallback=str)
         except (InterceptorError, HookError):
             raise  # the interceptor's or hook's own failure follows the error strategy
-        except ToolRejectedError as exc:
-            message = f"Error: tool {name!r} was not called: {exc}"
-            errors[call_id] = message
-            responses[call_id] = message
         except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
-            message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
-            errors[call_id] = message
-            responses[call_id] = message
-    ctx.send_event(ToolResponseEvent(request_id=event.id, responses=responses, errors=errors))
+            if isinstance(exc, ToolRejectedError):
+                message = f"Error: tool {name!r} was not called: {exc}"
+            else:
+                message = f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
+            errors[call_id] = responses[call_id] = mask(message) if mask else message
+            codes[call_id] = _code(exc)
+    extra: dict[str, Any] = {"error_codes": codes} if codes else {}
+    ctx.send_event(
+        ToolResponseEvent(request_id=event.id, responses=responses, errors=errors, **extra)
+    )
+
+
+def _code(exc: Exception) -> str:
+    """The machine-readable kind of a tool failure (``error_codes``)."""
+    if isinstance(exc, UnknownToolError):
+        return "unknown_tool"
+    if isinstance(exc, ToolArgumentError):
+        return "invalid_arguments"
+    if isinstance(exc, ToolRejectedError):
+        return "rejected"
+    if isinstance(exc, CallTimeoutError):
+        return "timeout"
+    return "tool_error"

@@ -3,7 +3,10 @@
 An idle key's input runs at once on the slot's loop and, when it finishes without a real
 wait, is committed and emitted right there; a run that waits leaves its input in keyed state
 and arms a processing-time timer plus an event-time drain timer, and later inputs of the key
-join its chain. ``on_timer`` commits finished runs in input order. State access is in
+join its chain. ``on_timer`` commits finished runs in input order. What runs when, what is
+held and what is committed is decided by each key's
+:class:`~flink_agents.runtime.sequencing.KeySequencer`; this module stores, emits and
+schedules what it says. State access is in
 :mod:`~flink_agents.runtime.flink.state`, what the Java operators call in
 :mod:`~flink_agents.runtime.flink.entry`; the whole path of a record is in
 docs/ARCHITECTURE.md.
@@ -15,7 +18,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pyflink.datastream import KeyedProcessFunction, RuntimeContext
@@ -24,14 +27,7 @@ from pyflink.datastream.time_domain import TimeDomain
 from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
-from flink_agents.runtime.approval import accept_response, expired_response
-from flink_agents.runtime.core import (
-    APPROVAL_DECISION,
-    APPROVAL_REQUEST,
-    DurableRecord,
-    RunResult,
-    decision_call_id,
-)
+from flink_agents.runtime.approval import drop_response
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink import entry, fast_paths
 from flink_agents.runtime.flink.metric_publisher import FlinkMetrics, FlinkMetricsOptions
@@ -41,16 +37,33 @@ from flink_agents.runtime.flink.output import (
     pack_output,
     timestamp_code,
 )
-from flink_agents.runtime.flink.slot import Item, KeyWork, Outcome, SlotRuntime
+from flink_agents.runtime.flink.slot import Item, KeyWork, SlotRuntime
 from flink_agents.runtime.flink.state import KeyedState
 from flink_agents.runtime.observability.event_log import attach_event_log
 from flink_agents.runtime.observability.otel_options import attach_otel
+from flink_agents.runtime.sequencing import (
+    JOINED,
+    STARTED,
+    Arrival,
+    Commit,
+    Decision,
+    Drop,
+    Fail,
+    KeySequencer,
+    Pause,
+    Resume,
+    SaveDecision,
+)
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
 #: Event-time of the drain timer: fired only when the watermark jumps to MAX at the end
 #: of a bounded input.
 DRAIN_TIME = 2**62
+
+#: How much earlier than a request's deadline a timer may find it expired (seconds): a
+#: timer at the deadline fires at a processing time that may read a little earlier here.
+_EXPIRY_SLACK = 0.005
 
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
 _MIN_DELAY_MS = 2
@@ -357,87 +370,88 @@ class AgentProcessFunction(KeyedProcessFunction):
             return
         item = Item(self._next_id(), KEEP_TIMESTAMP if ts is None else ts, value)
         work = self._active.get(key)
-        if work is not None and work.paused is not None:
-            # Waits behind the key's paused run, without an in-flight place.
-            item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
-            state.add_pending(item)
-            with work.lock:
-                work.queue.append(item)
-                work.unplaced += 1
-            return
-        slot.acquire()
-        if work is not None:
-            item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
-            state.add_pending(item)
-            self._enqueue(work, item)
-            self._arm(work, ctx)
-            return
-        restored = state.restored_pending() if state.check_restored else None
-        if restored:
-            # Inputs left from before a restore: they go first, in their order.
-            item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
-            work = self._resume(key, restored, ctx)
-            state.add_pending(item)
-            self._enqueue(work, item)
-            return
-        work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
-        work.queue.append(item)
-        work.running = True
-        if slot.start_and_settle(work):
-            # Finished without waiting: its chain has stopped and the work is dropped, so
-            # its results are read without the lock; nothing of it is in keyed state yet
-            # (unless it paused for approval: _pause keeps it).
-            yield from self._commit(work, work.results, ctx)
-            if work.halted:
-                work.results.clear()  # paused: the work stays, its timer must not see them
-            return
-        state.use_key()
-        self._active[key] = work
-        if ts is None:
-            item.ts = timestamp_code(ctx.timestamp())  # before a timer can emit its outputs
-        if self.barrier_hook:
-            # For before_barrier. Only here and in _resume: not per record.
-            work.state_key = state.current_key()
+        if work is None:
+            restored = state.restored_pending() if state.check_restored else None
+            if restored:
+                # Inputs left from before a restore: they go first, in their order.
+                work = self._resume(key, restored, ctx)
+            else:
+                # A key without work: its input takes a place and starts the key's chain.
+                slot.acquire()
+                work = KeyWork(
+                    key, state.load_memory(), persist_memory=not self._keyless, first=item
+                )
+                if slot.start_and_settle(work):
+                    # The synchronous path: the chain has stopped, what it finished is
+                    # committed and emitted now (read without the lock: the work is not
+                    # shared); nothing of it is in keyed state (unless it paused for
+                    # approval: _pause keeps it).
+                    yield from self._commit(work, work.seq.collect(), ctx)
+                    return
+                state.use_key()
+                self._active[key] = work
+                if ts is None:
+                    item.ts = timestamp_code(ctx.timestamp())  # before a timer can emit
+                if self.barrier_hook:
+                    # For before_barrier. Only here and in _resume: not per record.
+                    work.state_key = state.current_key()
+                state.add_pending(item)
+                work.stored = True
+                self._arm(work, ctx)
+                return
+        item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
         state.add_pending(item)
-        work.stored = True
-        self._arm(work, ctx)
+        with work.lock:
+            arrival = work.seq.arrive(item)
+        if arrival is Arrival.PLACE:
+            self._place(work)
+        if arrival is not Arrival.HOLD:
+            self._arm(work, ctx)  # a held input waits for its run's response or deadline
 
-    def _enqueue(self, work: KeyWork, item: Item) -> None:
+    def _place(self, work: KeyWork) -> None:
+        """Take an in-flight place for the key's next input waiting for one (blocking while
+        the slot is full: the backpressure) and do what the key's protocol says."""
         slot = self.slot
         assert slot is not None
-        started = work.enqueue(item)
-        if started is None:
-            # The key's chain failed; its error fails the job at the key's next timer. The
-            # input stays in pending state (a restart runs it); give its place back.
-            slot.release_unstarted(1)
-        elif started:
+        slot.acquire()
+        with work.lock:
+            placement = work.seq.placed()
+            action = placement.action
+            if placement.extra:
+                # Before a running chain can take them: their runs give the places back.
+                slot.take_places(placement.extra)
+            if action is STARTED:
+                work.set_busy()
+        if action is STARTED:
             slot.start(work)
+        elif action is not JOINED:
+            # Held behind a run that paused meanwhile, or refused after a failure (the input
+            # stays in pending state; the failure fails the task at the key's next timer).
+            slot.release_unstarted(1)
 
     def _resume(self, key: Any, items: list[Item], ctx: Any) -> KeyWork:
         """Restart a key's uncommitted inputs after a restore, with their durable records."""
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         durable = state.load_durable()
-        work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless, durable=durable)
+        work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
         work.stored = True
         work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
         for item_id, calls in durable.items():
             work.live[item_id] = dict(calls)
-        emitted = state.emitted_request()
-        if emitted is not None and _approval_record(durable, APPROVAL_DECISION, emitted):
+        restored = work.seq.restore(items, durable, state.emitted_request())
+        if restored.clear_request:
             # The decision came before the failure (saved early): the run replays past the
             # request and does not pause again.
             state.clear_request()
         log.info("resuming %d pending input(s) of key %r after a restore", len(items), key)
-        # Restored inputs were accepted before the restore: they take in-flight places too.
-        for _ in items:
-            slot.acquire()
-        work.queue.extend(items)
-        work.running = True
         self._active[key] = work
         if self.barrier_hook:
             work.state_key = state.current_key()
-        slot.start(work)
+        # Restored inputs were accepted before the restore: they take in-flight places too,
+        # one after another (the first starts the chain, which frees places as it goes).
+        for _ in range(restored.places):
+            self._place(work)
         self._arm(work, ctx)
         return work
 
@@ -494,13 +508,18 @@ class AgentProcessFunction(KeyedProcessFunction):
                 slot.wait_for(idle, "the key's runs to finish (drain)")
         elif timestamp == work.timer_at:
             work.timer_at = None
-        done = work.take_results()
-        if done:
-            yield from self._commit(work, done, ctx)
-        if work.paused is not None and _expired(work.paused[1]):
-            self._resume_paused(work, expired_response(work.paused[1]), ctx)
+        with work.lock:
+            decisions = work.seq.collect()
+        if decisions:
+            yield from self._commit(work, decisions, ctx)
+        with work.lock:
+            expired = work.seq.expire(time.time() + _EXPIRY_SLACK)
+        if expired is not None:
+            self._apply(work, expired, ctx)
         service = ctx.timer_service()
-        if work.is_done():
+        with work.lock:
+            done, waits = work.seq.done, work.seq.waits_for_decision
+        if done:
             del self._active[key]
             if work.timer_at is not None:
                 service.delete_processing_time_timer(work.timer_at)
@@ -508,8 +527,8 @@ class AgentProcessFunction(KeyedProcessFunction):
                 service.delete_event_time_timer(DRAIN_TIME)
             return
         state.save_durable(work, work.unpersisted())
-        if work.paused is None or work.running:
-            self._arm(work, ctx)  # a paused key waits for its response or expiry timer
+        if not waits:
+            self._arm(work, ctx)  # a paused key waits for its response or deadline timer
 
     # -- durable records ----------------------------------------------------------------------
     def before_barrier(self, checkpoint_id: int | None) -> None:
@@ -546,33 +565,50 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(
-        self, work: KeyWork, done: Iterable[tuple[Item, Outcome]], ctx: Any = None
+        self, work: KeyWork, decisions: Sequence[Decision], ctx: Any = None
     ) -> Iterator[Any]:
-        """Emit and commit the key's finished runs ``done``, in input order (``ctx``: the
-        function's context, for a paused run's timer)."""
+        """Do what the key's protocol decided about its finished runs, in input order: emit
+        and commit, pause, fail (``ctx``: the function's context, for timers)."""
         state = self.state
         assert state is not None
         packed = self.packed
-        paused: Item | None = None
-        for item, outcome in done:
-            if not isinstance(outcome, RunResult):
-                raise outcome
-            if outcome.approval is not None:
-                paused = item  # the last one of done: its chain halted after it
-                yield from self._pause(work, item, outcome, ctx)
-                continue
-            if work.persist_memory and (outcome.memory_updates or outcome.memory_deletes):
-                state.commit_memory(outcome.memory_updates, outcome.memory_deletes)
-            elif work.persist_memory and state.ttl_on_read:
-                state.touch_memory()
-            if packed:
-                for output in outcome.outputs:
-                    yield pack_output(item.ts, output)
+        for decision in decisions:
+            if type(decision) is Commit:
+                item, result = decision
+                if work.persist_memory and (result.memory_updates or result.memory_deletes):
+                    state.commit_memory(result.memory_updates, result.memory_deletes)
+                elif work.persist_memory and state.ttl_on_read:
+                    state.touch_memory()
+                if packed:
+                    for output in result.outputs:
+                        yield pack_output(item.ts, output)
+                else:
+                    for output in result.outputs:
+                        yield (item.ts, output)
+            elif isinstance(decision, Pause):
+                yield from self._pause(work, decision, ctx)
+            elif isinstance(decision, Fail):
+                raise decision.error
             else:
-                for output in outcome.outputs:
-                    yield (item.ts, output)
+                self._apply(work, decision, ctx)
         if work.stored or work.persisted or work.live:
-            self._forget(work, {item.id for item, _ in done if item is not paused})
+            committed = {d.item.id for d in decisions if type(d) is Commit}
+            if committed:
+                self._forget(work, committed)
+
+    def _apply(self, work: KeyWork, decision: Decision, ctx: Any) -> None:
+        """Do what the key's protocol decided about an approval response or a deadline."""
+        slot, state = self.slot, self.state
+        assert slot is not None and state is not None
+        if isinstance(decision, Resume):
+            self._resume_paused(work, decision, ctx)
+        elif isinstance(decision, Drop):
+            drop_response(work.key, decision.response, decision.reason, slot.runner.metrics)
+        elif isinstance(decision, SaveDecision):
+            state.use_key()
+            state.save_durable(work, [(decision.item_id, decision.call_id, decision.record)])
+        else:
+            raise TypeError(f"the Flink host does not know the decision {decision!r}")
 
     def _forget(self, work: KeyWork, committed: set[str]) -> None:
         """Drop what keyed state and ``work`` keep for the committed inputs."""
@@ -587,19 +623,20 @@ class AgentProcessFunction(KeyedProcessFunction):
             state.remove_durable(gone)
             work.persisted -= gone
         if work.stored:
-            if work.is_done():
+            with work.lock:
+                done = work.seq.done
+            if done:
                 state.clear_pending()
             else:
                 state.remove_pending(committed)
 
     # -- approval -------------------------------------------------------------------------------
-    def _pause(self, work: KeyWork, item: Item, outcome: RunResult, ctx: Any) -> Iterator[Any]:
-        """Keep the paused run of ``item`` in keyed state and emit its request (once: not
-        again when the run paused again after a restore)."""
-        slot, state = self.slot, self.state
-        assert slot is not None and state is not None
-        request = outcome.approval
-        assert request is not None and outcome.approval_call_id is not None
+    def _pause(self, work: KeyWork, pause: Pause, ctx: Any) -> Iterator[Any]:
+        """Keep the paused run of ``pause.item`` in keyed state and emit its request (unless
+        the protocol says it was emitted before a restore)."""
+        state = self.state
+        assert state is not None
+        item, request = pause.item, pause.request
         state.use_key()
         if self._active.get(work.key) is not work:
             # Paused in the synchronous path: nothing of the key is in keyed state yet.
@@ -612,24 +649,18 @@ class AgentProcessFunction(KeyedProcessFunction):
         # The request's record and the calls before the pause go to keyed state now: a
         # checkpoint must hold them with the pending input.
         state.save_durable(work, work.unpersisted())
-        work.paused = (item, request, outcome.approval_call_id)
         if request.expires_at is not None:
             ctx.timer_service().register_processing_time_timer(_deadline_ms(request))
-        if state.note_request(request.request_id):
+        if pause.emit:
+            state.note_request(request.request_id)
             if self.packed:
                 yield pack_output(item.ts, request)
             else:
                 yield (item.ts, request)
-        early, work.early = work.early, []
-        for response in early:
-            if work.paused is not None and accept_response(
-                request, work.key, response, slot.runner.metrics
-            ):
-                self._resume_paused(work, response, ctx)
 
     def _respond(self, key: Any, response: ApprovalResponse, ctx: Any) -> Iterator[Any]:
-        """An approval response arrived under ``key``: resume the key's paused run, or log,
-        count and drop it."""
+        """An approval response arrived under ``key``: the key's protocol resumes its paused
+        run, keeps the response for a run re-running after a restore, or drops it."""
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         work = self._active.get(key)
@@ -637,75 +668,35 @@ class AgentProcessFunction(KeyedProcessFunction):
             restored = state.restored_pending()
             if restored:
                 work = self._resume(key, restored, ctx)  # pauses again, then matches
-        if (
-            work is not None
-            and work.paused is None
-            and state.emitted_request() == response.request_id
-        ):
-            # The key's run re-runs after a restore and has not paused again yet: matched
-            # when it does. Keyed state gets the decision now, so that a failure before the
-            # pause does not lose the response (the next restore replays past the request).
-            work.early.append(response)
-            if response.key == key:
-                self._save_decision(work, response)
+        if work is None:
+            for decision in KeySequencer(key).respond(response):
+                assert isinstance(decision, Drop)  # a key without work resumes nothing
+                drop_response(key, response, decision.reason, slot.runner.metrics)
             return
-        request = work.paused[1] if work is not None and work.paused is not None else None
-        if accept_response(request, key, response, slot.runner.metrics):
-            assert work is not None
-            self._resume_paused(work, response, ctx)
+        with work.lock:
+            decisions = work.seq.respond(response)
+        for decision in decisions:
+            self._apply(work, decision, ctx)
         return
         yield  # a generator, like _process
 
-    def _save_decision(self, work: KeyWork, response: ApprovalResponse) -> None:
-        """Write ``response`` to keyed state as the decision of the request it answers (found
-        in the durable records of ``work``'s restored inputs)."""
-        state = self.state
-        assert state is not None
-        with work.lock:
-            found = _approval_record(work.live, APPROVAL_REQUEST, response.request_id)
-        if found is not None:
-            item_id, call_id = found
-            decision = DurableRecord(APPROVAL_DECISION, result=response)
-            state.use_key()
-            state.save_durable(work, [(item_id, decision_call_id(call_id), decision)])
-
-    def _resume_paused(self, work: KeyWork, response: ApprovalResponse, ctx: Any) -> None:
+    def _resume_paused(self, work: KeyWork, resume: Resume, ctx: Any) -> None:
         """Record the decision of ``work``'s paused run and run its input again, then the
         inputs held behind it."""
-        slot, state = self.slot, self.state
-        assert slot is not None and state is not None and work.paused is not None
-        item, _, call_id = work.paused
-        decision = DurableRecord(APPROVAL_DECISION, result=response)
-        work.record(item.id, call_id, decision)
+        state = self.state
+        assert state is not None
+        item_id = resume.item.id
+        work.record(item_id, resume.call_id, resume.record)
         state.use_key()
-        state.save_durable(work, [(item.id, call_id, decision)])
+        state.save_durable(work, [(item_id, resume.call_id, resume.record)])
         state.clear_request()
         # The resumed input takes an in-flight place again (waiting for one is the
         # backpressure), the held ones take theirs at once.
-        slot.acquire()
-        slot.take_places(work.unplaced)
-        if work.resume(item, dict(work.live.get(item.id, {}))):
-            slot.start(work)
+        self._place(work)
         self._arm(work, ctx)
 
 
-def _approval_record(
-    durable: dict[str, dict[str, DurableRecord]], signature: str, request_id: str
-) -> tuple[str, str] | None:
-    """``(input id, call id)`` of the first approval record (``signature``: the request or
-    the decision) of ``request_id`` in the durable records ``durable``, if any."""
-    for item_id, calls in durable.items():
-        for call_id, rec in calls.items():
-            if rec.signature == signature and getattr(rec.result, "request_id", None) == request_id:
-                return item_id, call_id
-    return None
-
-
 def _deadline_ms(request: Any) -> int:
-    """The processing time (ms) of ``request``'s expiry timer: rounded up, so that the
-    timer never fires before :func:`_expired` holds."""
+    """The processing time (ms) of ``request``'s deadline timer: rounded up, so that the
+    timer never fires before the protocol finds the request expired."""
     return math.ceil(request.expires_at * 1000)
-
-
-def _expired(request: Any) -> bool:
-    return request.expires_at is not None and time.time() * 1000 >= _deadline_ms(request) - 5

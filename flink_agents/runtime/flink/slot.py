@@ -3,9 +3,10 @@
 A :class:`SlotRuntime` (one per operator instance) runs every run on a loop in a background
 thread (the operator thread only borrows it, see :mod:`gated_loop`), holds the
 :class:`~flink_agents.runtime.core.AgentRunner` (resources, the pool for blocking calls) and
-bounds the inputs in flight. A :class:`KeyWork` is a key's chain of inputs, run one after
-another without a timer round trip between them. Nothing here touches Flink state; see
-docs/ARCHITECTURE.md.
+bounds the inputs in flight. A :class:`KeyWork` holds what the host keeps of a key with work
+in flight; its :class:`~flink_agents.runtime.sequencing.KeySequencer` decides what the key's
+chain runs, one input after another without a timer round trip between them. Nothing here
+touches Flink state; see docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import functools
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +25,7 @@ from flink_agents.errors import TaskCancelledError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.core import AgentRunner, DurableRecord, RunResult
 from flink_agents.runtime.flink import gated_loop
+from flink_agents.runtime.sequencing import KeySequencer, Stop
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -65,20 +66,22 @@ class Item:
         return Item(raw[0], raw[1], raw[2])
 
 
-Outcome = RunResult | BaseException
-
-
 class KeyWork:
-    """The in-flight work of one key: queued inputs, the running one, finished results.
+    """What the Flink host keeps of one key with work in flight: its protocol, the memory its
+    chain carries, the durable records of its runs, its timer.
 
-    Shared by the operator thread (enqueue, collect) and the loop thread (run, finish);
-    ``lock`` guards the mutable fields.
+    Shared by the operator thread and the loop thread; ``lock`` guards ``seq`` (the key's
+    :class:`~flink_agents.runtime.sequencing.KeySequencer`, which decides what runs when)
+    and the mutable fields. Nothing here decides sequencing: see docs/ARCHITECTURE.md,
+    "The per-key protocol".
 
     Attributes:
         key: the Flink key.
         memory: the key's short-term memory after the last *finished* run (committed state
             plus the changes of finished but uncommitted runs); the next run starts from it.
         persist_memory: False for keyless input, where memory lives for one run only.
+        seq: the key's sequencing protocol; with ``first`` (an input of a key without work,
+            its place taken) its chain has started with it.
     """
 
     def __init__(
@@ -87,22 +90,17 @@ class KeyWork:
         memory: dict[str, Any],
         *,
         persist_memory: bool = True,
-        durable: dict[str, dict[str, DurableRecord]] | None = None,
+        first: Item | None = None,
     ) -> None:
         self.key = key
         self.memory = memory
         self.persist_memory = persist_memory
         self.lock = threading.Lock()
-        self.queue: deque[Item] = deque()
-        self.results: deque[tuple[Item, Outcome]] = deque()
-        self.running = False
-        self.failed = False
+        self.seq = KeySequencer(key, first)
         # Whether the chain has stopped (nothing running); the Event is made only when
         # somebody waits for it (the drain timer): most chains finish without a waiter.
         self._idle = False
         self._idle_event: threading.Event | None = None
-        #: Durable records restored from keyed state, by input id (answered, not called).
-        self.restored: dict[str, dict[str, DurableRecord]] = durable or {}
         #: Durable records of runs not committed yet, by input id and call id.
         self.live: dict[str, dict[str, DurableRecord]] = {}
         #: ``(input id, call id)`` pairs written to the durable ``MapState``.
@@ -117,59 +115,17 @@ class KeyWork:
         #: The key as the Java keyed state backend holds it (thread mode with the barrier
         #: hook only), so that durable records can be saved outside this key's callbacks.
         self.state_key: Any = None
-        #: A run of the chain paused for approval: the chain stops, queued inputs wait
-        #: (loop thread sets it; the operator thread clears it when it resumes the run).
-        self.halted = False
-        #: The paused run once the operator thread emitted its request:
-        #: ``(input, request, decision call id)``.
-        self.paused: tuple[Item, Any, str] | None = None
-        #: Queued inputs whose in-flight places were given back while the chain halted.
-        self.unplaced = 0
-        #: Approval responses that came while the key's run was not paused yet (re-running
-        #: after a restore): matched when it pauses.
-        self.early: list[Any] = []
-
-    def enqueue(self, item: Item) -> bool | None:
-        """Queue ``item``.
-
-        Returns:
-            True if the chain was stopped and must be started again, False if the running
-            chain will take it, None if the chain failed (the item was not queued).
-        """
-        with self.lock:
-            if self.failed:
-                return None
-            self.queue.append(item)
-            if self.running:
-                return False
-            self.running = True
-            self._idle = False
-            if self._idle_event is not None:
-                self._idle_event.clear()
-            return True
-
-    def resume(self, item: Item, durable: dict[str, DurableRecord]) -> bool:
-        """Put the paused run's input back at the front of the queue, to run with the
-        durable log ``durable`` (operator thread). Returns whether the chain must be
-        started (True unless it is still running)."""
-        with self.lock:
-            self.paused = None
-            self.halted = False
-            self.unplaced = 0
-            self.restored[item.id] = durable
-            self.queue.appendleft(item)
-            if self.running:
-                return False
-            self.running = True
-            self._idle = False
-            if self._idle_event is not None:
-                self._idle_event.clear()
-            return True
 
     @property
     def idle(self) -> bool:
         """Whether the chain has stopped: no input is running."""
         return self._idle
+
+    def set_busy(self) -> None:
+        """A chain starts (the caller holds ``lock``, or the work is not shared yet)."""
+        self._idle = False
+        if self._idle_event is not None:
+            self._idle_event.clear()
 
     def set_idle(self) -> None:
         """Mark the chain stopped (loop thread; the caller holds ``lock``)."""
@@ -186,18 +142,6 @@ class KeyWork:
                 self._idle_event = threading.Event()
             event = self._idle_event
         return event.wait(timeout)
-
-    def take_results(self) -> list[tuple[Item, Outcome]]:
-        """Finished results not collected yet, in input order."""
-        with self.lock:
-            done = list(self.results)
-            self.results.clear()
-            return done
-
-    def is_done(self) -> bool:
-        """No input queued or running, every result collected, no run paused."""
-        with self.lock:
-            return not self.running and not self.queue and not self.results and not self.halted
 
     def record(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
         """``on_record`` callback of a run (loop thread). A call's outcome may replace its
@@ -363,7 +307,7 @@ class SlotRuntime:
 
     # -- chains ------------------------------------------------------------------------------
     def start(self, work: KeyWork) -> None:
-        """Run ``work``'s queue on the loop (``work.running`` must already be set)."""
+        """Run ``work``'s chain on the loop (its protocol said ``STARTED``)."""
         self._count_chain()
         self.loop.call_soon_threadsafe(self._spawn, work, None)
 
@@ -376,11 +320,12 @@ class SlotRuntime:
             self._running_chains += 1
 
     def start_and_settle(self, work: KeyWork) -> bool:
-        """Start ``work`` and wait until it finishes or really waits (e.g. on a model).
+        """Start ``work``'s chain (its protocol said ``STARTED``) and wait until it stops or
+        really waits (e.g. on a model).
 
         Returns:
-            True if every queued input of ``work`` finished without a real wait, so the
-            caller can commit and emit at once instead of going through a timer.
+            True if the chain stopped without a real wait, so the caller can commit and emit
+            at once instead of going through a timer.
         """
         self._count_chain()
         loop = self.loop
@@ -418,56 +363,47 @@ class SlotRuntime:
             self.loop.call_soon(self._probe, task, settled, hops - 1)
 
     async def _chain(self, work: KeyWork) -> None:
+        """Run the key's inputs as its protocol hands them out, until it says stop."""
+        seq = work.seq
+        persist = work.persist_memory
         try:
+            with work.lock:
+                step = seq.next_run()
+                if isinstance(step, Stop):  # a chain started with nothing to run
+                    self._stopped(work, step)
+                    return
+                memory = work.memory if persist else {}
             while True:
-                with work.lock:
-                    if work.failed and work.queue:
-                        # The job fails on this key's error; free the places of the
-                        # inputs that will not run (they stay in pending state).
-                        self.release_unstarted(len(work.queue))
-                        work.queue.clear()
-                    if work.halted:
-                        # A run waits for approval: the key's later inputs wait behind it
-                        # and give their in-flight places back (taken again on resume).
-                        held = len(work.queue) - work.unplaced
-                        if held > 0:
-                            self.release_unstarted(held)
-                            work.unplaced += held
-                    if not work.queue or work.halted:
-                        work.running = False
-                        work.set_idle()
-                        return
-                    item = work.queue.popleft()
-                    memory = work.memory if work.persist_memory else {}
-                    durable = work.restored.pop(item.id, None)
+                item = step.item
                 started = time.monotonic()
-                outcome: Outcome
+                outcome: RunResult | BaseException
                 try:
                     outcome = await self.runner.run(
                         work.key,
                         item.value,
                         memory=memory,
-                        durable=durable,
+                        durable=step.durable,
                         on_record=functools.partial(work.record, item.id),
                     )
                 except Exception as exc:  # noqa: BLE001 - handed to the operator, which raises
                     outcome = exc
                 with work.lock:
-                    if isinstance(outcome, RunResult):
-                        if outcome.approval is not None:
-                            work.halted = True  # nothing of a paused run is applied
-                        elif work.persist_memory:
-                            work.memory = outcome.applied_to(memory)
-                    else:
-                        work.failed = True
-                    work.results.append((item, outcome))
+                    if not persist:
+                        memory = {}
+                    elif isinstance(outcome, RunResult):
+                        # The next run starts from the memory this one produced.
+                        work.memory = memory = outcome.applied_to(memory)
+                    step = seq.finished(item, outcome)
+                    if isinstance(step, Stop):
+                        self._stopped(work, step)
                 self._release(time.monotonic() - started)
+                if isinstance(step, Stop):
+                    return
         except asyncio.CancelledError:
             # The slot was cancelled (cancel()): the chain stops where it is; nothing of it
             # will be committed, a restore runs its inputs again.
             with work.lock:
-                work.queue.clear()
-                work.running = False
+                seq.cancelled()
                 work.set_idle()
             raise
         finally:
@@ -476,6 +412,14 @@ class SlotRuntime:
                 idle = self._running_chains == 0
             if idle and self._close_requested:
                 self._shutdown()
+
+    def _stopped(self, work: KeyWork, stop: Stop) -> None:
+        """The key's chain ends (the caller holds ``work.lock``)."""
+        if stop.release:
+            # Queued inputs that will not run now (held behind a paused run, or behind a
+            # failure): their places go back.
+            self.release_unstarted(stop.release)
+        work.set_idle()
 
     # -- closing -----------------------------------------------------------------------------
     def close(self) -> None:

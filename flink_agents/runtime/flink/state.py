@@ -225,16 +225,12 @@ class KeyedState:
         self.pending.update([r for r in self.pending.get() if r[0] not in ids])
 
     # -- approval -------------------------------------------------------------------------------
-    def note_request(self, request_id: str) -> bool:
-        """Note that the key's paused run emitted ``request_id``; False if it was noted
-        already (the run paused again after a restore: not emitted twice)."""
-        if self.approval is None:
-            return True
-        self.use_key()
-        if self.approval.value() == request_id:
-            return False
-        self.approval.update(request_id)
-        return True
+    def note_request(self, request_id: str) -> None:
+        """Note that the key's paused run emitted ``request_id`` (the key's protocol reads it
+        back after a restore, so that the run paused again does not emit it twice)."""
+        if self.approval is not None:
+            self.use_key()
+            self.approval.update(request_id)
 
     def emitted_request(self) -> str | None:
         """The id of the request the key's paused run emitted, if any."""

@@ -17,7 +17,9 @@ shares it with ``durable_execute_async``; nothing here makes a pool of its own.
 
 Within a batch, inputs of one key run one after another in input order; different keys run
 concurrently on the loop (bounded by ``max-in-flight``), so keys waiting on a model do not
-hold up others.
+hold up others. What runs when is decided by each key's
+:class:`~flink_agents.runtime.sequencing.KeySequencer` (the Flink host's too); this module
+keeps memory in dicts, runs what it says and collects the results.
 
 Approval (:mod:`flink_agents.api.approval`): a run that pauses for a decision gives a result
 whose one output is the ``ApprovalRequest``; the key's later inputs wait (across batches)
@@ -35,17 +37,31 @@ import math
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from flink_agents.api.approval import ApprovalResponse
 from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemoryTtlUpdate
 from flink_agents.plan.agent_plan import AgentPlan
-from flink_agents.runtime.approval import PausedRun, accept_response, expired_response
+from flink_agents.runtime.approval import PausedRun, drop_response
 from flink_agents.runtime.core import AgentRunner, RunResult
 from flink_agents.runtime.observability.event_log import attach_event_log
 from flink_agents.runtime.observability.otel_options import attach_otel
+from flink_agents.runtime.sequencing import (
+    JOINED,
+    STARTED,
+    Arrival,
+    Commit,
+    Decision,
+    Drop,
+    Fail,
+    KeySequencer,
+    Pause,
+    Resume,
+    SaveDecision,
+    Stop,
+)
 
 log = logging.getLogger("flink_agents.runtime.local")
 
@@ -80,9 +96,10 @@ class LocalRunner:
             is ShortTermMemoryTtlUpdate.ON_READ_AND_WRITE
         )
         self._touched: dict[Any, float] = {}
-        #: Runs waiting for a decision, and the inputs of their keys waiting behind them.
-        self.paused: dict[Any, PausedRun] = {}
-        self._held: dict[Any, deque[Any]] = {}
+        #: The sequencing protocol of each key of the running batch, and of each key whose
+        #: run waits for a decision (with the inputs held behind it) across batches.
+        self._sequencers: dict[Any, KeySequencer] = {}
+        self._counter = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -126,49 +143,37 @@ class LocalRunner:
         by_key: dict[Any, list[int]] = {}
         for index, (key, _) in enumerate(records):
             by_key.setdefault(key, []).append(index)
-        expired = [k for k, p in self.paused.items() if p.expired()]
+        # Requests past their deadline are rejected first, before the keys' inputs.
+        now = time.time()
+        expired: dict[Any, Resume] = {}
+        for key, seq in self._sequencers.items():
+            resume = seq.expire(now)
+            if resume is not None:
+                expired[key] = resume
         for place, key in enumerate(expired):
             by_key.setdefault(key, []).insert(0, place - len(expired))  # before index 0
         results: dict[int, list[RunResult]] = {}
-        gate = asyncio.Semaphore(self._max_in_flight)
-
-        async def run_one(key: Any, value: Any, out: list[RunResult], durable: Any = None) -> None:
-            async with gate:
-                memory = self._load(key)
-                result = await self.runner.run(key, value, memory=memory, durable=durable)
-                if result.approval is not None:
-                    # Paused: nothing committed; the place in the gate is let go here.
-                    self.paused[key] = PausedRun.of(value, durable, result)
-                elif result.memory_updates or result.memory_deletes:
-                    self.memory[key] = result.applied_to(memory)
-                    self._touched[key] = time.monotonic()
-                elif self._ttl_on_read and key in self.memory:
-                    self._touched[key] = time.monotonic()
-                out.append(result)
-
-        async def resume(key: Any, response: ApprovalResponse, out: list[RunResult]) -> None:
-            paused = self.paused.pop(key)
-            await run_one(key, paused.value, out, paused.resume_log(response))
-            held = self._held.get(key)
-            while held and key not in self.paused:
-                await run_one(key, held.popleft(), out)
+        places = _Places(self._max_in_flight)
 
         async def run_key(key: Any, indexes: list[int]) -> None:
+            seq = self._sequencers.get(key)
+            if seq is None:
+                seq = self._sequencers[key] = KeySequencer(key)
             for index in indexes:
                 out = results[index] = []
                 if index < 0:  # an expired request: rejected before the key's inputs
-                    await resume(key, expired_response(self.paused[key].request), out)
+                    await self._apply(seq, [expired[key]], places, out)
                     continue
                 value = records[index][1]
                 if isinstance(value, ApprovalResponse):
-                    paused = self.paused.get(key)
-                    request = paused.request if paused is not None else None
-                    if accept_response(request, key, value, self.runner.metrics):
-                        await resume(key, value, out)
-                elif key in self.paused:
-                    self._held.setdefault(key, deque()).append(value)
-                else:
-                    await run_one(key, value, out)
+                    await self._apply(seq, seq.respond(value), places, out)
+                    continue
+                self._counter += 1
+                if seq.arrive(_Input(str(self._counter), value)) is Arrival.PLACE:
+                    await places.acquire()
+                    await self._placed(seq, places, out)
+                # HOLD: it waits behind the key's paused run. (REFUSE comes after a failed
+                # run, which has failed the batch already.)
 
         tasks = [asyncio.ensure_future(run_key(k, ix)) for k, ix in by_key.items()]
         try:
@@ -179,7 +184,80 @@ class LocalRunner:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            # Only keys whose run waits for a decision are kept (with their held inputs);
+            # what a failed batch left running is dropped, as it was never committed.
+            self._sequencers = {k: s for k, s in self._sequencers.items() if s.paused is not None}
         return [r for index in sorted(results) for r in results[index]]
+
+    async def _placed(self, seq: KeySequencer, places: _Places, out: list[RunResult]) -> None:
+        """A place was taken for the key's next waiting input: do what the protocol says."""
+        placement = seq.placed()
+        places.take(placement.extra)
+        if placement.action is STARTED:
+            await self._chain(seq, places, out)
+        elif placement.action is not JOINED:
+            places.release(1)
+
+    async def _chain(self, seq: KeySequencer, places: _Places, out: list[RunResult]) -> None:
+        """Run the key's inputs as its protocol hands them out, committing each at once (the
+        next run reads the memory it wrote)."""
+        key = seq.key
+        step = seq.next_run()
+        while not isinstance(step, Stop):
+            memory = self._load(key)
+            outcome: RunResult | BaseException
+            try:
+                outcome = await self.runner.run(
+                    key, step.item.value, memory=memory, durable=step.durable
+                )
+            except Exception as exc:  # noqa: BLE001 - the Fail decision raises it
+                outcome = exc
+            step = seq.finished(step.item, outcome)
+            places.release(1)
+            await self._apply(seq, seq.collect(), places, out, memory)
+        places.release(step.release)
+
+    async def _apply(
+        self,
+        seq: KeySequencer,
+        decisions: Iterable[Decision],
+        places: _Places,
+        out: list[RunResult],
+        memory: dict[str, Any] | None = None,
+    ) -> None:
+        """Do what the key's protocol decided, in order; results go to ``out``."""
+        key = seq.key
+        for decision in decisions:
+            if isinstance(decision, Commit):
+                result = decision.result
+                if result.memory_updates or result.memory_deletes:
+                    self.memory[key] = result.applied_to(memory or {})
+                    self._touched[key] = time.monotonic()
+                elif self._ttl_on_read and key in self.memory:
+                    self._touched[key] = time.monotonic()
+                out.append(result)
+            elif isinstance(decision, Pause):
+                # Nothing committed; the request is the paused result's one output.
+                if decision.emit:
+                    out.append(decision.result)
+            elif isinstance(decision, Fail):
+                raise decision.error
+            elif isinstance(decision, Resume):
+                # The decision is in the protocol's log of the input: nothing to store here.
+                await places.acquire()
+                await self._placed(seq, places, out)
+            elif isinstance(decision, Drop):
+                drop_response(key, decision.response, decision.reason, self.runner.metrics)
+            elif isinstance(decision, SaveDecision):
+                # Only after a restore, which this host (memory in dicts) never has.
+                raise RuntimeError(f"the local host has no durable records to save: {decision}")
+            else:
+                raise TypeError(f"the local host does not know the decision {decision!r}")
+
+    @property
+    def paused(self) -> dict[Any, PausedRun]:
+        """Runs waiting for a decision, by key."""
+        return {k: s.paused for k, s in self._sequencers.items() if s.paused is not None}
 
     def _load(self, key: Any) -> dict[str, Any]:
         """The key's memory; dropped first when its TTL has passed since its last change
@@ -211,6 +289,48 @@ class LocalRunner:
                     loop.close()
         finally:
             self.runner.close()
+
+
+@dataclass(frozen=True)
+class _Input:
+    """One input of a key (the protocol names a paused run's durable log by ``id``)."""
+
+    id: str
+    value: Any
+
+
+class _Places:
+    """The in-flight places of a batch (``max-in-flight``): :meth:`acquire` waits while all
+    are taken; :meth:`take` takes some at once, past the bound if need be (inputs held behind
+    a paused run, running again after it)."""
+
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._used = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def acquire(self) -> None:
+        while self._used >= self._bound:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+        self._used += 1
+
+    def take(self, count: int) -> None:
+        self._used += count
+
+    def release(self, count: int) -> None:
+        self._used -= count
+        free = self._bound - self._used
+        while free > 0 and self._waiters:
+            waiter = self._waiters.pop(0)
+            if not waiter.done():  # a woken waiter looks again: another may take it first
+                waiter.set_result(None)
+                free -= 1
 
 
 async def _cancel_all() -> None:
