@@ -6,8 +6,9 @@ What it shows:
 - the ingestion helper (:func:`~flink_agents.api.agents.rag_ingestion.ingest_documents`): a
   job over a bounded ``FileSource`` of JSON lines (``examples/data/flink_docs.jsonl``) that
   embeds each document and upserts it by id into a persistent Chroma directory, with
-  checkpoints; run twice over the same source, the store still holds each document once
-  (the second run is what a restore's replay does, for every document);
+  checkpoints; with ``--reingest`` it runs twice over the same source and the store still
+  holds each document once (the second run is what a restore's replay does, for every
+  document);
 - :class:`~flink_agents.api.agents.rag_agent.RAGAgent`: per question, the ``top_k``
   closest documents are retrieved and numbered in the prompt; the model answers citing
   them as ``[n]``; the output names the cited documents (``citations``) and all retrieved
@@ -19,8 +20,8 @@ Model: the **scripted model** (:func:`scripted_answer`, offline and deterministi
 answers with the first sentence of the numbered document sharing the most words with the
 question, and cites it; a real model gets the same prompt.
 
-Run: ``python -m examples.rag_pipeline answers.jsonl [STORE_DIR]`` (a MiniCluster; the
-store directory defaults to a temporary one).
+Run: ``python -m examples.rag_pipeline answers.jsonl [STORE_DIR] [--reingest]`` (a
+MiniCluster; the store directory defaults to a temporary one).
 """
 
 from __future__ import annotations
@@ -170,13 +171,16 @@ def stored_ids(store_dir: str | Path) -> list[str]:
         store.close()
 
 
-def main(output_path: str | Path, store_dir: str | Path | None = None) -> list[dict[str, Any]]:
-    """Ingest twice (the second run replays every document), answer, write the answers."""
+def main(
+    output_path: str | Path, store_dir: str | Path | None = None, *, reingest: bool = False
+) -> list[dict[str, Any]]:
+    """Ingest (with ``reingest``, twice: the second run replays every document), answer,
+    write the answers."""
     store_dir = store_dir or tempfile.mkdtemp(prefix="flink-agents-rag-")
     first = ingest(store_dir)
-    again = ingest(store_dir)
+    again = f", again {len(ingest(store_dir))}" if reingest else ""
     in_store = stored_ids(store_dir)
-    print(f"ingested {len(first)} documents, again {len(again)}: {len(in_store)} in the store")
+    print(f"ingested {len(first)} documents{again}: {len(in_store)} in the store")
     answers = answer(store_dir, [q for q, _ in QUESTIONS])
     path = Path(output_path)
     path.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
@@ -192,7 +196,9 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from examples.rag_pipeline import main as _main
 
+    args = [a for a in sys.argv[1:] if a != "--reingest"]
     _main(
-        sys.argv[1] if len(sys.argv) > 1 else "rag_answers.jsonl",
-        sys.argv[2] if len(sys.argv) > 2 else None,
+        args[0] if args else "rag_answers.jsonl",
+        args[1] if len(args) > 1 else None,
+        reingest="--reingest" in sys.argv[1:],
     )

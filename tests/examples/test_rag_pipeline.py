@@ -1,6 +1,7 @@
-"""The RAG pipeline example as a script (its own MiniCluster): the ingestion job twice over
-the same bounded source leaves each document once in Chroma, and every answer cites the
-document it should."""
+"""The RAG pipeline example as a script (its own MiniCluster): the ingestion job over a
+bounded source leaves each document once in Chroma, and every answer cites the document it
+should. (Two jobs: a replay of every document, ``--reingest``, is what
+tests/api/test_rag_flink.py's restore covers.)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_rag_pipeline_ingests_once_and_answers_with_citations(tmp_path: Path) ->
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     documents = [json.loads(line) for line in DOCUMENTS_FILE.read_text().splitlines()]
-    assert "ingested 8 documents, again 8: 8 in the store" in proc.stdout
+    assert "ingested 8 documents: 8 in the store" in proc.stdout
     assert stored_ids(store) == sorted(d["id"] for d in documents)
     answers = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert [a["question"] for a in answers] == [q for q, _ in QUESTIONS]
