@@ -194,7 +194,7 @@ def test_connections_and_secrets_are_never_shown(
         )
     ]
     text = "\n".join(shown)
-    assert "'api-key' = '****'" in shown[0] and " **** |" in shown[1]
+    assert "'api-key' = '***'" in shown[0] and " *** |" in shown[1]
     assert SECRET not in text and CONN_SECRET not in text
     # the agent_run plan: the model's key is kept out of the plan JSON
     agents_env.sql_query(
@@ -369,7 +369,7 @@ def test_unknown_objects_are_named_with_what_exists(agents_env: Any) -> None:
         agents_env,
         "CREATE TOOL t USING FUNCTION upper",
         CatalogError,
-        "function upper is not a Python scalar function",
+        "function upper is not a Python or Java scalar function",
     )
     expect(agents_env, "DESC AGENT nobody", CatalogError, "agents in", "helper")
     expect(agents_env, "CREATE TOOL t", CatalogError, "needs USING FUNCTION f")
