@@ -22,8 +22,10 @@ Two sources, one mapping (:func:`run_spans`, over ``trace.Run``):
 
 Spans are built as the SDK's ``ReadableSpan`` records (what its exporters take) rather than
 through a ``Tracer``: their times and ids come from what was recorded, not from a clock.
-Secrets: every text attribute and status text is masked of the plan's secret values and of
-credentials in URLs; no attribute is named after or holds a configuration value.
+Secrets: every text attribute and status text is masked by the one secret rule
+(:class:`flink_agents.secrets.Masker`: the plan's secret values, URL passwords, secret
+parameters and assignments, bearer tokens); no attribute is named after or holds a
+configuration value.
 """
 
 from __future__ import annotations
@@ -31,11 +33,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from flink_agents.integrations._extras import require
@@ -53,6 +54,7 @@ from flink_agents.runtime.observability.genai import (
 )
 from flink_agents.runtime.observability.otel_options import OtelOptions
 from flink_agents.runtime.observability.trace import ActionRun, Call, Run
+from flink_agents.secrets import Masker
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
@@ -64,10 +66,7 @@ __all__ = ["OtelObserver", "export_event_log", "make_exporter", "run_spans", "tr
 log = logging.getLogger("flink_agents.otel")
 
 _SCOPE = "flink_agents"
-_MASK = "***"
 _ID64 = (1 << 64) - 1
-# The password of a URL (``scheme://user:password@host``).
-_URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]*):([^/\s@]+)@")
 
 
 # -- ids and sampling -----------------------------------------------------------------------------
@@ -88,23 +87,6 @@ def sampled(trace_id: int, ratio: float) -> bool:
     if ratio >= 1.0:
         return True
     return (trace_id & _ID64) < round(ratio * (_ID64 + 1))
-
-
-# -- secrets --------------------------------------------------------------------------------------
-class _Masker:
-    """Masks known secret values (the plan's) and URL passwords in attribute texts."""
-
-    def __init__(self, known: Iterable[Any] = ()) -> None:
-        # Longest first: a secret that contains another is masked whole.
-        self.known = sorted({s for s in known if isinstance(s, str) and len(s) >= 4}, key=len)[::-1]
-
-    def __call__(self, text: str) -> str:
-        for secret in self.known:
-            if secret in text:
-                text = text.replace(secret, _MASK)
-        if "://" in text:
-            text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{_MASK}@", text)
-        return text
 
 
 def _error_type(error: str) -> str:
@@ -149,11 +131,11 @@ def _sdk() -> _Sdk:
 class _Spans:
     """Collects one run's spans (``ReadableSpan``), their ids derived from the run id."""
 
-    def __init__(self, run: Run, resource: Resource, mask: _Masker) -> None:
+    def __init__(self, run: Run, resource: Resource, mask: Masker) -> None:
         self.run_id = run.run_id
         self.trace_id = trace_id_of(run.run_id)
         self.resource = resource
-        self.mask = mask
+        self.mask = mask.mask
         self.sdk = _sdk()
         self.spans: list[ReadableSpan] = []
 
@@ -261,11 +243,11 @@ def run_spans(
     *,
     resource: Resource,
     agent_name: str | None = None,
-    mask: _Masker | None = None,
+    mask: Masker | None = None,
 ) -> list[ReadableSpan]:
     """The spans of one run: the run, its action executions, their calls (see the module
     docstring for names and attributes)."""
-    spans = _Spans(run, resource, mask or _Masker())
+    spans = _Spans(run, resource, mask or Masker())
     internal = spans.sdk.internal
     ends = [a.start + a.duration_ms / 1000.0 for a in run.actions]
     ends += [c.start + c.duration_ms / 1000.0 for c in run.calls]
@@ -439,7 +421,7 @@ class OtelObserver(RunObserver):
         self.exporter = exporter
         self.resource = resource
         self.resources = resources
-        self.mask = _Masker(secrets)
+        self.mask = Masker(secrets)
         self.agent_name = agent_name
         self.job_id = None if job_id is None else str(job_id)
         self.subtask = subtask
@@ -713,7 +695,7 @@ def export_event_log(
     Returns:
         ``(runs exported, spans exported, spans that failed)``.
     """
-    mask = _Masker()
+    mask = Masker()
     resources: dict[tuple[Any, Any], Resource] = {}
     spans: list[ReadableSpan] = []
     kept = 0
