@@ -55,11 +55,13 @@ test-fast: venv java
 
 ## The per-key protocol's property tests with a long budget (the fast suite runs a fixed,
 ## derandomized 200 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
-## with hypothesis' statistics (examples tried, how often each transition was reached).
+## with hypothesis' statistics (examples tried, how often each transition was reached); no
+## pytest-timeout (the suite's 600 s would cut a long budget).
 PROPS_EXAMPLES ?= 20000
 test-props: venv
 	FLINK_AGENTS_PROPS=long FLINK_AGENTS_PROPS_EXAMPLES=$(PROPS_EXAMPLES) $(PY) -m pytest \
-	  tests/runtime/test_sequencing_props.py -q -p no:randomly --hypothesis-show-statistics
+	  tests/runtime/test_sequencing_props.py -q -p no:randomly --timeout=0 \
+	  --hypothesis-show-statistics
 
 ## Flink tests run in both python.execution-mode values (thread is the default).
 test-flink: test-flink-thread test-flink-process

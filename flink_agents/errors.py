@@ -37,6 +37,8 @@
      |    +-- OutputSchemaError      a model reply does not match the output schema
      |    +-- CallTimeoutError       a model, embedding, tool, MCP or action call ran past
      |                               its deadline (also a built-in TimeoutError)
+     |    +-- BudgetExhaustedError   a key's or the job's token budget is spent (under
+     |                               ``budget.on-*-exhausted: error``)
      |    +-- JavaBridgeError        a Java resource failed (carries the Java message)
      +-- TaskCancelledError          the Flink task was cancelled while its operator thread
      |                               waited (in-flight gate, drain): the wait gave up
@@ -529,6 +531,38 @@ class ModelCallTimeoutError(ModelCallError, CallTimeoutError):
         self.kind = kind
         self.name = model
         self.timeout = timeout
+
+
+class BudgetExhaustedError(RuntimeFailure):
+    """A model call was refused because a token budget is spent
+    (``budget.tokens-per-key-per-day`` / ``budget.tokens-per-job-per-hour`` with
+    ``budget.on-key-exhausted`` / ``budget.on-job-exhausted`` = ``error``); the action's
+    error strategy handles it (it is not retried: waiting within a run does not help).
+
+    Attributes:
+        budget: ``"key"`` or ``"job"``.
+        used: tokens used in the window so far.
+        limit: the budget (for the job: this subtask's share).
+        resets_at: when the window ends (``time.time()``).
+    """
+
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        budget: str | None = None,
+        used: int | None = None,
+        limit: int | None = None,
+        resets_at: float | None = None,
+        **location: Any,
+    ) -> None:
+        self.budget = budget
+        self.used = used
+        self.limit = limit
+        self.resets_at = resets_at
+        super().__init__(message, **location)
 
 
 class JavaBridgeError(RuntimeFailure):

@@ -65,6 +65,7 @@ def tool(
     *,
     requires_approval: bool = False,
     timeout: float | None = None,
+    injected_args: dict[str, Any] | None = None,
     side_effects: bool = False,
 ) -> Any:
     """Mark a function as a tool: the method name is the tool name, its signature and
@@ -78,8 +79,20 @@ def tool(
         requires_approval: pause the run for a human decision before each call (see
             :mod:`flink_agents.api.approval`).
         timeout: seconds a call may take (overrides the ``tool.timeout`` option).
+        injected_args: parameters the runtime fills in, hidden from the model's schema:
+            ``{"tenant_id": InjectedArg.from_config("tenant.id")}`` (see
+            :mod:`flink_agents.api.tools.tool_parameter_injection`).
         side_effects: the tool changes the world (see ``Tool.side_effects``).
+
+    Raises:
+        TypeError: ``injected_args`` is malformed.
+        ValueError: it names a parameter the function does not have.
     """
+    from flink_agents.api.tools.tool_parameter_injection import (
+        normalize_injected_args,
+        validate_injected_arg_names,
+    )
+
     options: dict[str, Any] = {}
     if requires_approval:
         options["requires_approval"] = True
@@ -87,8 +100,12 @@ def tool(
         options["side_effects"] = True
     if timeout is not None:
         options["timeout"] = timeout
+    injected = normalize_injected_args(injected_args)
+    if injected:
+        options["injected_args"] = injected
 
     def decorate(f: _F) -> _F:
+        validate_injected_arg_names(f, injected)  # type: ignore[arg-type]
         return _mark(f, RESOURCE_ATTR, ResourceMarker(ResourceType.TOOL, options))
 
     return decorate if func is None else decorate(func)

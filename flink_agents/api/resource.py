@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from flink_agents.api.resource_context import ResourceContext
 
@@ -46,6 +47,26 @@ RESOURCE_REFERENCES: dict[ResourceType, list[tuple[str, ResourceType]]] = {
 }
 
 
+@dataclass(frozen=True)
+class ResourcePlacement:
+    """Where a resource runs, as the runtime tells it (:meth:`Resource.set_placement`).
+
+    Attributes:
+        name: the name the resource is declared under.
+        parallelism: subtasks of the agent's operator: a connection with limits for the
+            whole job (``requests_per_minute``...) paces at its share, the limit divided by
+            this (1 in the local environment).
+        subtask_index: which of them this one is (from 0).
+        metric_group: the resource's own metric group (the agent's group ``connection`` =
+            name for connections), or None.
+    """
+
+    name: str = ""
+    parallelism: int = 1
+    subtask_index: int = 0
+    metric_group: Any = None
+
+
 class Resource(BaseModel, ABC):
     """Base class of every resource.
 
@@ -61,6 +82,8 @@ class Resource(BaseModel, ABC):
     get_resource: Callable[[str, ResourceType], Any] | None = Field(
         default=None, exclude=True, repr=False
     )
+
+    _placement: ResourcePlacement | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -83,6 +106,19 @@ class Resource(BaseModel, ABC):
     @abstractmethod
     def resource_type(cls) -> ResourceType:
         """The kind of this resource."""
+
+    def set_placement(self, placement: ResourcePlacement) -> None:
+        """Called by the runtime once, right after it created the resource and before the
+        resource is used: where it runs (parallelism, metric group). An override calls
+        ``super().set_placement(placement)``. (Not upstream's ``open()``: a resource
+        written for upstream may define that hook with no arguments.)"""
+        self._placement = placement
+
+    @property
+    def placement(self) -> ResourcePlacement:
+        """What :meth:`set_placement` was given (a resource made by hand: one subtask, no
+        metrics)."""
+        return self._placement or ResourcePlacement()
 
     def close(self) -> None:
         """Release what the resource holds (connections, processes). Called once."""

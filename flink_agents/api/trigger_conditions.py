@@ -866,11 +866,19 @@ class CompiledCondition:
     Attributes:
         source: the expression as written.
         attribute_keys: the top-level attributes it reads (only these are prepared).
+        program: the compiled expression.
+        event_types: the event types it can be true for (a ``type == "..."`` conjunct or
+            alternatives of them); None: any type. For other types it is false without an
+            error (CEL's ``&&`` absorbs errors next to a false side), so the runtime need
+            not evaluate it.
+        reads_id: whether it reads the event's ``id``.
     """
 
     source: str
     attribute_keys: frozenset[str]
     program: _Eval
+    event_types: frozenset[str] | None = None
+    reads_id: bool = True
 
     def evaluate(self, variables: dict[str, Any]) -> bool:
         """The result for an event's variables (``type``, ``id``, ``EventType``,
@@ -907,9 +915,34 @@ def compile_condition(text: str, event_types: Mapping[str, str]) -> CompiledCond
     except _Syntax as exc:
         raise TriggerConditionError(str(exc), text, exc.pos) from None
     constants = dict(event_types)
+    bound = _bind_event_types(tree, constants)
+    program = _compile(bound)
+    reads_id = any(n[0] == "ident" and n[2] == "id" for n, _ in _walk(bound))
+    return CompiledCondition(text, frozenset(keys), program, _possible_types(bound), reads_id)
 
-    program = _compile(_bind_event_types(tree, constants))
-    return CompiledCondition(text, frozenset(keys), program)
+
+def _possible_types(node: Any) -> frozenset[str] | None:
+    """The event types ``node`` can be true for (None: any), from ``type == "x"``
+    comparisons joined by ``&&`` (intersection) and ``||`` (union)."""
+    node = _unparen(node)
+    if node[0] != "bin":
+        return None
+    op = node[2]
+    if op in ("&&", "||"):
+        left, right = _possible_types(node[3]), _possible_types(node[4])
+        if op == "&&":
+            if left is None or right is None:
+                return right if left is None else left
+            return left & right
+        if left is None or right is None:
+            return None
+        return left | right
+    if op == "==":
+        for a, b in ((node[3], node[4]), (node[4], node[3])):
+            a, b = _unparen(a), _unparen(b)
+            if a[0] == "ident" and a[2] == "type" and b[0] == "lit" and isinstance(b[2], str):
+                return frozenset({b[2]})
+    return None
 
 
 def _bind_event_types(node: Any, constants: dict[str, str]) -> Any:

@@ -5,13 +5,18 @@ Private: the public names are the connections and setups in the integration modu
 
 Design notes:
 
-- **Retries** use ``tenacity``: exponential backoff with jitter on 408/409/425/429/5xx,
+- **Retries** (a loop of our own): exponential backoff with jitter on 408/409/425/429/5xx,
   timeouts and connection errors; a ``Retry-After`` header shortens or lengthens the wait
-  (never beyond ``retry_max_backoff``). Anything else fails at once.
-- **Concurrency** is limited per connection by :class:`CallLimiter`, a semaphore that works
-  across threads *and* event loops (the local runner uses a fresh loop per ``execute()``,
-  the Flink host one background loop, sync ``chat`` any thread), which an
-  ``asyncio.Semaphore`` (bound to one loop) cannot.
+  (never beyond ``retry_max_backoff``). Anything else fails at once. A throttled attempt
+  (``adaptive``, the default) is retried without backoff of its own: the governor holds it
+  until the server's ``Retry-After`` has passed and paces it; ``max_throttled_retries``
+  counts those apart from ``max_retries``.
+- **Concurrency, pacing and throttling**: every attempt passes the connection's governor
+  (``_pacing.py``): ``max_concurrency`` and the declared limits (``requests_per_minute``,
+  ``tokens_per_minute``, ``max_concurrent_requests``), an adaptive limit lowered by
+  throttling answers. Its waits work across threads *and* event loops (the local runner
+  uses one loop per session, the Flink host a background loop, sync ``chat`` any thread),
+  which an ``asyncio.Semaphore`` (bound to one loop) cannot.
 - **Async HTTP clients** are kept per event loop (:class:`PerLoop`): an httpx/openai async
   client's connection pool belongs to the loop that created it.
 - **Deadlines** are enforced here, the same way for every provider, whatever its SDK does
@@ -28,20 +33,18 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextvars
+import functools
 import logging
 import random
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import httpx
-import tenacity
-from pydantic import BaseModel, Field, PrivateAttr, SecretStr
+from pydantic import Field, PrivateAttr, SecretStr
 
 from flink_agents.api.embedding_models.embedding_model import BaseEmbeddingModelConnection
 from flink_agents.api.timeouts import (
@@ -50,6 +53,7 @@ from flink_agents.api.timeouts import (
     await_within,
 )
 from flink_agents.errors import ModelCallError, ModelCallTimeoutError
+from flink_agents.integrations._pacing import CallReport, Permit, RateLimitSettings, retry_delay
 from flink_agents.secrets import mask, registered_masker
 
 log = logging.getLogger("flink_agents.integrations")
@@ -100,18 +104,9 @@ class CallFailure(Exception):
 
 
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``retry-after`` headers (numbers only)."""
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue  # an HTTP date: fall back to our own backoff
-    return None
+    """Seconds the server asked to wait: ``retry-after-ms``, ``retry-after`` (seconds or an
+    HTTP date), else the soonest rate-limit reset header (``_pacing.retry_delay``)."""
+    return retry_delay(headers)
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -124,93 +119,6 @@ def snippet(text: str, limit: int = 300) -> str:
     """The start of a (possibly long) server reply, for error messages."""
     text = text.strip()
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-class CallLimiter:
-    """A counting semaphore usable from any thread and any event loop.
-
-    Async waiters park on a future of their own loop and are woken through
-    ``call_soon_threadsafe``; sync waiters park on a ``threading.Event``. A released slot is
-    handed directly to the oldest waiter, so waiting is fair (FIFO).
-    """
-
-    def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"concurrency limit must be >= 1, got {limit}")
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._in_use = 0
-        self._waiters: collections.deque[Any] = collections.deque()
-
-    @property
-    def in_use(self) -> int:
-        """Slots currently held."""
-        return self._in_use
-
-    def release(self) -> None:
-        """Give a slot back (to the oldest waiter, if any)."""
-        while True:
-            with self._lock:
-                if not self._waiters:
-                    self._in_use -= 1
-                    return
-                waiter = self._waiters.popleft()
-            if isinstance(waiter, threading.Event):
-                waiter.set()
-                return
-            loop, fut = waiter
-            try:
-                loop.call_soon_threadsafe(self._grant, fut)
-                return
-            except RuntimeError:  # that loop is closed: its waiter is gone, try the next
-                continue
-
-    def _grant(self, fut: asyncio.Future[None]) -> None:
-        if fut.cancelled():
-            self.release()  # the waiter gave up after the slot was handed to it
-        else:
-            fut.set_result(None)
-
-    async def acquire(self) -> None:
-        """Wait for a slot without blocking the event loop."""
-        with self._lock:
-            if self._in_use < self.limit and not self._waiters:
-                self._in_use += 1
-                return
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            entry = (asyncio.get_running_loop(), fut)
-            self._waiters.append(entry)
-        try:
-            await fut
-        except asyncio.CancelledError:
-            with self._lock:
-                try:
-                    self._waiters.remove(entry)
-                    queued = True
-                except ValueError:
-                    queued = False
-            if not queued and fut.done() and not fut.cancelled():
-                self.release()  # granted, then cancelled before we could use it
-            raise
-
-    def acquire_sync(self) -> None:
-        """Block the calling thread until a slot is free."""
-        with self._lock:
-            if self._in_use < self.limit and not self._waiters:
-                self._in_use += 1
-                return
-            event = threading.Event()
-            self._waiters.append(event)
-        event.wait()
-
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        """``with limiter.hold():`` for sync callers."""
-        self.acquire_sync()
-        try:
-            yield
-        finally:
-            self.release()
 
 
 class PerLoop(Generic[T]):
@@ -245,22 +153,24 @@ class PerLoop(Generic[T]):
                     pass  # the loop closed meanwhile
 
 
-class ModelClientSettings(BaseModel):
-    """Options every model connection has (timeouts, retries, concurrency).
+class ModelClientSettings(RateLimitSettings):
+    """Options every model connection has (timeouts, retries, concurrency, and the rate
+    limits of :class:`~flink_agents.integrations._pacing.RateLimitSettings`).
 
     Attributes:
         timeout: seconds one attempt may take as a whole (connect, send, the complete
             reply) before it counts as failed (and is retried).
         total_timeout: seconds the whole call may take, every attempt and the waits
-            between them included (not the wait for a free place, ``max_concurrency``);
+            between them included (not the governor's wait for the first attempt's place
+            and start; its waits before retries count);
             default: 300 for chat models, 120 for embedding models. Past it the call fails
             with :class:`~flink_agents.errors.ModelCallTimeoutError`.
         max_retries: further attempts after a retryable failure (429, 5xx, timeout,
             connection error); 0 disables retries.
         retry_initial_backoff: seconds before the first retry; doubles on each retry.
         retry_max_backoff: upper bound of one wait between attempts.
-        max_concurrency: calls this connection runs at once (per task slot); further calls
-            wait for a free slot.
+        max_concurrency: attempts this connection has in flight at once per task slot
+            (the adaptive limit moves below it); further calls wait for a free place.
     """
 
     timeout: float = Field(default=60.0, gt=0)
@@ -270,57 +180,56 @@ class ModelClientSettings(BaseModel):
     retry_max_backoff: float = Field(default=8.0, ge=0)
     max_concurrency: int = Field(default=16, ge=1)
 
-    _limiter: CallLimiter | None = PrivateAttr(default=None)
     _limiter_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     #: provider name used in errors and logs; set by each integration.
     PROVIDER: ClassVar[str] = "model"
 
-    @property
-    def limiter(self) -> CallLimiter:
-        """This connection's concurrency limiter."""
-        if self._limiter is None:
-            with self._limiter_lock:
-                if self._limiter is None:
-                    self._limiter = CallLimiter(self.max_concurrency)
-        return self._limiter
-
     def _secrets(self) -> tuple[str | None, ...]:
         """Secret values to scrub from error messages (override where there are some)."""
         return ()
 
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        backoff = self.retry_initial_backoff * (2 ** (state.attempt_number - 1))
+    def _next_wait(self, exc: CallFailure, attempts: int, report: CallReport) -> float | None:
+        """Seconds before the next attempt after the failed ``attempts``-th, or None to give
+        up. A throttled attempt (``adaptive``) is retried at once, up to
+        ``max_throttled_retries`` times: the governor holds it for the server's
+        Retry-After and paces it. Other failures: ``max_retries`` with exponential backoff
+        and jitter, a Retry-After shortening or lengthening the wait (at most
+        ``retry_max_backoff``)."""
+        if not exc.retryable:
+            return None
+        if self.adaptive and exc.throttled:
+            return 0.0 if report.throttled <= self.max_throttled_retries else None
+        failed = report.failures if self.adaptive else attempts
+        if failed > self.max_retries:
+            return None
+        backoff = self.retry_initial_backoff * (2 ** (failed - 1))
         backoff = min(self.retry_max_backoff, backoff * (0.5 + random.random() / 2))
-        if isinstance(exc, CallFailure) and exc.retry_after is not None:
+        if exc.retry_after is not None:
             backoff = min(self.retry_max_backoff, exc.retry_after)
         return backoff
 
-    def _retry_kwargs(self, model: str | None, deadline: CallDeadline) -> dict[str, Any]:
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            wait = state.next_action.sleep if state.next_action else 0.0
-            log.warning(
-                "%s call to model %r failed (attempt %d of %d): %s; retrying in %.2fs",
+    def _retrying(
+        self, exc: CallFailure, model: str | None, attempts: int, wait: float, report: CallReport
+    ) -> None:
+        if self.adaptive and exc.throttled:
+            log.info(
+                "%s call to model %r was throttled (%d time(s)): %s; paced retry",
                 self.PROVIDER,
                 model,
-                state.attempt_number,
-                self.max_retries + 1,
+                report.throttled,
                 redact(str(exc), *self._secrets()),
-                wait,
             )
-
-        return {
-            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
-            # A wait never goes past the deadline: the attempt after it fails at once.
-            "wait": lambda state: min(self._wait(state), max(0.0, deadline.remaining())),
-            "retry": tenacity.retry_if_exception(
-                lambda e: isinstance(e, CallFailure) and e.retryable
-            ),
-            "before_sleep": before_sleep,
-            "reraise": True,
-        }
+            return
+        log.warning(
+            "%s call to model %r failed (attempt %d of %d): %s; retrying in %.2fs",
+            self.PROVIDER,
+            model,
+            attempts,
+            self.max_retries + 1,
+            redact(str(exc), *self._secrets()),
+            wait,
+        )
 
     def _error(self, exc: CallFailure, model: str | None, attempts: int) -> ModelCallError:
         tries = f" after {attempts} attempt(s)" if exc.retryable or exc.timed_out else ""
@@ -341,44 +250,179 @@ class ModelClientSettings(BaseModel):
             throttled=exc.throttled,
         )
 
-    def call_with_retries(self, attempt: Callable[[], T], *, model: str | None) -> tuple[T, int]:
-        """Run ``attempt`` (which raises :class:`CallFailure`) under the concurrency limit
-        with retries, each attempt and the whole call within their deadlines (an attempt
-        runs on a helper thread that is abandoned at its deadline). Returns the result and
-        the number of attempts made.
+    # -- one attempt through the governor (flink_agents/integrations/_pacing.py) -------------
+    def _settle_attempt(
+        self,
+        permit: Permit,
+        report: CallReport,
+        result: Any,
+        error: BaseException | None,
+        usage_of: Callable[[Any], tuple[Any, Any] | None] | None,
+    ) -> None:
+        governor = self.governor
+        report.waited += permit.waited
+        if error is None:
+            used = usage_of(result) if usage_of is not None else None
+            prompt, completion = used if used else (None, None)
+            governor.succeeded(permit, prompt_tokens=prompt, completion_tokens=completion)
+        elif isinstance(error, CallFailure) and error.throttled:
+            report.throttled += 1
+            governor.throttled(permit, error.retry_after)
+        else:
+            if isinstance(error, CallFailure):
+                report.failures += 1
+            governor.failed(permit)
+
+    def _wait_before_retry(
+        self,
+        exc: CallFailure,
+        model: str | None,
+        attempts: int,
+        report: CallReport,
+        deadline: CallDeadline,
+    ) -> float:
+        """Seconds to wait after a failed attempt, clipped to what is left of the call's
+        deadline (the attempt after it then fails at once as timed out).
+
+        Raises:
+            ModelCallError: no further attempt (not retryable, or retries used up).
+        """
+        wait = self._next_wait(exc, attempts, report)
+        if wait is None:
+            raise self._error(exc, model, attempts) from None
+        wait = min(wait, max(0.0, deadline.remaining()))
+        self._retrying(exc, model, attempts, wait, report)
+        return wait
+
+    def call_with_retries(
+        self,
+        attempt: Callable[[], T],
+        *,
+        model: str | None,
+        tokens: int | None = None,
+        usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
+        report: CallReport | None = None,
+    ) -> tuple[T, int]:
+        """Run ``attempt`` (which raises :class:`CallFailure`) with retries, each attempt
+        let through by the connection's governor (concurrency, pacing, throttling: see
+        ``_pacing.py``) and run within its deadline (on a helper thread that is abandoned
+        at the deadline). Returns the result and the number of attempts made.
+
+        The call's deadline (``total_timeout``) starts once its first attempt is let
+        through (holds its place): the governor's waits for later attempts (a server's
+        ``Retry-After``, pacing) count against it, the wait for the first does not.
+
+        Args:
+            attempt: one attempt.
+            model: the model name (for errors and logs).
+            tokens: the request's estimated prompt tokens (``estimate_prompt_tokens``),
+                for a ``tokens_per_minute`` limit.
+            usage_of: ``(prompt tokens, completion tokens)`` of a result (None: unknown),
+                which corrects the token estimates.
+            report: filled with what the governor did (throttling answers, waits).
 
         Raises:
             ModelCallError: the call failed for good
                 (:class:`~flink_agents.errors.ModelCallTimeoutError`: it ran out of time).
         """
-        with self.limiter.hold():
-            deadline = self._deadline()
-            retrying = tenacity.Retrying(**self._retry_kwargs(model, deadline))
+        report = report if report is not None else CallReport()
+        governor = self.governor
+        timeout = self._attempt_timeout()
+        deadline: CallDeadline | None = None
+        attempts = 0
+        while True:
+            if deadline is None:
+                permit = governor.acquire_sync(tokens)
+                deadline = self._deadline()
+            else:
+                left = deadline.remaining()
+                try:
+                    if left <= 0:
+                        raise TimeoutError
+                    permit = governor.acquire_sync(tokens, timeout=left)
+                except TimeoutError:
+                    raise self._error(_deadline_failure(deadline), model, attempts) from None
+            attempts += 1
             try:
-                result = retrying(_attempt_within_sync, attempt, deadline, self._attempt_timeout())
+                result = _attempt_within_sync(attempt, deadline, timeout)
             except CallFailure as exc:
-                raise self._error(
-                    exc, model, retrying.statistics.get("attempt_number", 1)
-                ) from None
-        return result, int(retrying.statistics.get("attempt_number", 1))
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                wait = self._wait_before_retry(exc, model, attempts, report, deadline)
+                if wait > 0:
+                    time.sleep(wait)
+                continue
+            except BaseException as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                raise
+            self._settle_attempt(permit, report, result, None, usage_of)
+            return result, attempts
 
     async def acall_with_retries(
-        self, attempt: Callable[..., Awaitable[T]], *args: Any, model: str | None
+        self,
+        attempt: Callable[..., Awaitable[T]],
+        *args: Any,
+        model: str | None,
+        tokens: int | None = None,
+        usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
+        report: CallReport | None = None,
     ) -> tuple[T, int]:
         """Asynchronous :meth:`call_with_retries`: ``attempt`` is an ``async def`` function
-        (called with ``args``), cancelled at its deadline."""
-        await self.limiter.acquire()
-        try:
-            deadline = self._deadline()
-            retrying = tenacity.AsyncRetrying(**self._retry_kwargs(model, deadline))
-            result: T = await retrying(
-                _attempt_within, attempt, args, deadline, self._attempt_timeout()
-            )
-        except CallFailure as exc:
-            raise self._error(exc, model, retrying.statistics.get("attempt_number", 1)) from None
-        finally:
-            self.limiter.release()
-        return result, int(retrying.statistics.get("attempt_number", 1))
+        (called with ``args``), cancelled at its deadline; waits in the governor hold no
+        thread."""
+        # A loop of our own, not tenacity's: its statistics are thread-local, and a run on
+        # the Flink host may resume on another thread (the operator thread borrows the
+        # slot's loop: runtime/flink/gated_loop.py).
+        report = report if report is not None else CallReport()
+        governor = self.governor
+        timeout = self._attempt_timeout()
+        deadline: CallDeadline | None = None
+        attempts = 0
+        while True:
+            if deadline is None:
+                permit = await governor.acquire(tokens)
+                deadline = self._deadline()
+            else:
+                left, expired = deadline.remaining(), functools.partial(_deadline_failure, deadline)
+                try:
+                    if left <= 0:
+                        raise expired()
+                    permit = await await_within(governor.acquire(tokens), left, expired)
+                except CallFailure as exc:
+                    raise self._error(exc, model, attempts) from None
+            attempts += 1
+            try:
+                result = await _attempt_within(attempt, args, deadline, timeout)
+            except CallFailure as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                wait = self._wait_before_retry(exc, model, attempts, report, deadline)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                continue
+            except BaseException as exc:
+                self._settle_attempt(permit, report, None, exc, usage_of)
+                raise
+            self._settle_attempt(permit, report, result, None, usage_of)
+            return result, attempts
+
+    async def acall_in_thread_with_retries(
+        self,
+        attempt: Callable[[], T],
+        *,
+        model: str | None,
+        tokens: int | None = None,
+        usage_of: Callable[[T], tuple[Any, Any] | None] | None = None,
+        report: CallReport | None = None,
+    ) -> tuple[T, int]:
+        """:meth:`acall_with_retries` for a synchronous SDK: each attempt runs on a daemon
+        thread of its own (abandoned at its deadline), but the waits in the governor (pacing, a
+        throttling pause) happen on the event loop, holding no thread."""
+
+        async def in_thread() -> T:
+            return await _in_daemon_thread(attempt)
+
+        return await self.acall_with_retries(
+            in_thread, model=model, tokens=tokens, usage_of=usage_of, report=report
+        )
 
     # -- deadlines --------------------------------------------------------------------------
     def _attempt_timeout(self) -> float:
@@ -489,6 +533,37 @@ def _attempt_within_sync(attempt: Callable[[], T], deadline: CallDeadline, timeo
     if ok:
         return value
     raise value
+
+
+async def _in_daemon_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` on a daemon thread of its own, awaited on the loop. Not
+    ``asyncio.to_thread``: an attempt abandoned at its deadline would keep a worker of the
+    loop's default executor busy until its reply ends (starving other calls), and
+    ``asyncio.run`` waits for those workers when it ends."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if done.done():  # cancelled: the attempt was abandoned
+            return
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def run() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, context.run(fn))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: nobody waits for it
+
+    threading.Thread(target=run, name="flink-agents-call", daemon=True).start()
+    return await done
 
 
 def secret_value(value: SecretStr | str | None) -> str | None:

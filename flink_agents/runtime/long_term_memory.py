@@ -196,8 +196,31 @@ class Mem0LongTermMemory(BaseLongTermMemory):
     key: str
 
     _service: LongTermMemoryService = PrivateAttr()
+    #: Where operations are noted for memory events (None: not noted), and which
+    #: (``update``, ``get``, ``search``): set by the runtime's observed action context.
+    _observed: list[tuple[Any, ...]] | None = PrivateAttr(default=None)
+    _observed_ops: frozenset[str] = PrivateAttr(default=frozenset())
 
     # -- plumbing ----------------------------------------------------------------------------
+    def observe(self, records: list[tuple[Any, ...]], ops: frozenset[str]) -> None:
+        """Note the operations ``ops`` of this memory in ``records`` as ``(op, set, item
+        id, query, value)`` tuples (memory events; calls may run on worker threads: a list
+        append is atomic). A call answered from the durable log is not made, so not noted."""
+        self._observed = records
+        self._observed_ops = ops
+
+    def _note(
+        self,
+        kind: str,
+        op: str,
+        memory_set: str,
+        item_id: str | None = None,
+        query: str | None = None,
+        value: Any = None,
+    ) -> None:
+        if self._observed is not None and kind in self._observed_ops:
+            self._observed.append((op, memory_set, item_id, query, value))
+
     def _scope(self, memory_set: MemorySet) -> dict[str, str]:
         return {"user_id": self.job_id, "agent_id": self.key, "run_id": memory_set.name}
 
@@ -264,6 +287,7 @@ class Mem0LongTermMemory(BaseLongTermMemory):
         """Delete every item of the set ``name`` (of this job identifier and key)."""
         memory_set = self.get_memory_set(name)
         self._call("delete_memory_set", lambda m: m.delete_all(**self._scope(memory_set)))
+        self._note("update", "DELETE_SET", name)
         return True
 
     def add(
@@ -283,7 +307,15 @@ class Mem0LongTermMemory(BaseLongTermMemory):
                 return m.add(text, metadata=meta, **self._scope(memory_set))
 
             result = self._call("add", add_one)
-            ids.extend(str(e["id"]) for e in result.get("results", []) if "id" in e)
+            for entry in result.get("results", []):
+                if "id" not in entry:
+                    continue
+                ids.append(str(entry["id"]))
+                # mem0 says what it did with each fact: added, updated or deleted an item.
+                op = str(entry.get("event") or "ADD").upper()
+                if op in ("ADD", "UPDATE", "DELETE"):
+                    value = None if op == "DELETE" else entry.get("memory")
+                    self._note("update", op, memory_set.name, str(entry["id"]), value=value)
         return ids
 
     def get(
@@ -301,26 +333,35 @@ class Mem0LongTermMemory(BaseLongTermMemory):
                 found = (m.get(i) for i in wanted)
                 return [e for e in found if self._in_scope(e, memory_set)]
 
-            return [self._item(memory_set, e) for e in self._call("get", by_id)]
-        result = self._call(
-            "get",
-            lambda m: m.get_all(filters=filters, limit=limit, **self._scope(memory_set)),
-        )
-        return [self._item(memory_set, e) for e in result.get("results", [])]
+            items = [self._item(memory_set, e) for e in self._call("get", by_id)]
+        else:
+            result = self._call(
+                "get",
+                lambda m: m.get_all(filters=filters, limit=limit, **self._scope(memory_set)),
+            )
+            items = [self._item(memory_set, e) for e in result.get("results", [])]
+        for item in items:
+            self._note("get", "GET", memory_set.name, item.id, value=item.value)
+        return items
 
     def delete(self, memory_set: MemorySet, ids: str | list[str] | None = None) -> None:
         """Delete items by id (ids of other sets, keys or jobs are ignored), or all."""
         if ids is None:
             self._call("delete", lambda m: m.delete_all(**self._scope(memory_set)))
+            self._note("update", "DELETE_SET", memory_set.name)
             return
         wanted = [ids] if isinstance(ids, str) else list(ids)
+        deleted: list[str] = []
 
         def by_id(m: Any) -> None:
             for memory_id in wanted:
                 if self._in_scope(m.get(memory_id), memory_set):
                     m.delete(memory_id)
+                    deleted.append(str(memory_id))
 
         self._call("delete", by_id)
+        for memory_id in deleted:
+            self._note("update", "DELETE", memory_set.name, memory_id)
 
     def search(
         self,
@@ -340,7 +381,15 @@ class Mem0LongTermMemory(BaseLongTermMemory):
             )
 
         result = self._call("search", search)
-        return [self._item(memory_set, e) for e in result.get("results", [])]
+        entries = result.get("results", [])
+        if self._observed is not None:
+            hits = [
+                {"id": str(e["id"]), "value": e.get("memory"), "score": e.get("score")}
+                for e in entries
+                if "id" in e
+            ]
+            self._note("search", "SEARCH", memory_set.name, query=query, value=hits)
+        return [self._item(memory_set, e) for e in entries]
 
     def close(self) -> None:
         """Nothing to release: the service and the resources belong to the runner."""

@@ -20,6 +20,10 @@ from flink_agents.errors import MemoryValueError
 #: Value stored at the path of a nested object.
 OBJECT: dict[str, int] = {"__memory_object__": 1}
 
+#: The first part of memory paths the runtime keeps for itself (a key's token budget:
+#: ``runtime/governance.py``); actions cannot write there.
+RESERVED_PREFIX = "__flink_agents__"
+
 
 def _is_object(value: Any) -> bool:
     return isinstance(value, dict) and value == OBJECT
@@ -58,6 +62,14 @@ def _check_path(path: str) -> str:
     if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
         raise MemoryValueError(f"invalid memory path {path!r}: use dotted names like 'a.b.c'")
     return path
+
+
+def _check_writable(path: str) -> None:
+    if path.split(".", 1)[0] == RESERVED_PREFIX:
+        raise MemoryValueError(
+            f"memory path {path!r} is reserved: flink-agents keeps its own data under "
+            f"{RESERVED_PREFIX!r}; use another name"
+        )
 
 
 class MemoryStore:
@@ -113,6 +125,7 @@ class MemoryStore:
     # -- object operations -----------------------------------------------------------------
     def set(self, path: str, value: Any) -> None:
         _check_path(path)
+        _check_writable(path)
         value = check_value(value, path)
         parts = path.split(".")
         for i in range(1, len(parts)):
@@ -129,6 +142,7 @@ class MemoryStore:
 
     def new_object(self, path: str, overwrite: bool) -> None:
         _check_path(path)
+        _check_writable(path)
         if self._exists(path):
             if _is_object(self._raw(path)) and not overwrite:
                 return
@@ -202,3 +216,56 @@ class StoredMemoryObject(MemoryObject):
 
     def __repr__(self) -> str:
         return f"MemoryObject({self._prefix or '<root>'}: {self.get_fields()!r})"
+
+
+class ObservedMemoryObject(StoredMemoryObject):
+    """A :class:`StoredMemoryObject` that notes writes and reads for memory events.
+
+    ``writes`` / ``reads`` (either may be None: not noted) map full dotted paths to the last
+    value written or read; ``new_object`` writes None (as upstream records it). Only the
+    runtime's observed contexts make these: a plain context keeps :class:`StoredMemoryObject`,
+    whose methods carry no observation code.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        prefix: str = "",
+        writes: dict[str, Any] | None = None,
+        reads: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(store, prefix)
+        self._writes = writes
+        self._reads = reads
+
+    def get(self, path_or_ref: str | MemoryRef) -> Any:
+        full = self._full(path_or_ref)
+        store = self._store
+        value = store._raw(full)
+        if _is_object(value):
+            return ObservedMemoryObject(store, full, self._writes, self._reads)
+        if self._reads is not None and store._exists(full):
+            self._reads[full] = value
+        return value
+
+    def set(self, path: str, value: Any) -> MemoryRef:
+        ref = super().set(path, value)
+        if self._writes is not None:
+            self._writes[ref.path] = self._store._raw(ref.path)
+        return ref
+
+    def new_object(self, path: str, *, overwrite: bool = False) -> MemoryObject:
+        full = self._full(path)
+        self._store.new_object(full, overwrite)
+        if self._writes is not None:
+            self._writes[full] = None
+        return ObservedMemoryObject(self._store, full, self._writes, self._reads)
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        if self._reads is not None:
+            prefix = f"{self._prefix}." if self._prefix else ""
+            for name, value in fields.items():
+                if not isinstance(value, dict) or not _is_object(self._store._raw(prefix + name)):
+                    self._reads[prefix + name] = value
+        return fields

@@ -6,7 +6,7 @@ import logging
 import threading
 from typing import Any
 
-from flink_agents.api.resource import Resource, ResourceType
+from flink_agents.api.resource import Resource, ResourcePlacement, ResourceType
 from flink_agents.errors import FlinkAgentsError, ResourceError
 from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_secrets
 
@@ -16,6 +16,11 @@ from flink_agents.secrets import Masker
 
 log = logging.getLogger(__name__)
 
+#: Resource types that get a metric group of their own (``connection`` = name).
+_METERED_TYPES = frozenset(
+    {ResourceType.CHAT_MODEL_CONNECTION, ResourceType.EMBEDDING_MODEL_CONNECTION}
+)
+
 
 class ResourceCache:
     """Creates each resource on first ``get`` and keeps it until :meth:`close`.
@@ -24,14 +29,32 @@ class ResourceCache:
     instantiations per ``(type, name)`` so tests can check one-per-slot.
     """
 
-    def __init__(self, plan: AgentPlan) -> None:
+    def __init__(self, plan: AgentPlan, *, metrics: Any = None) -> None:
         self._plan = plan
         self._lock = threading.RLock()
         self._cache: dict[tuple[ResourceType, str], Resource] = {}
         self.created: dict[tuple[ResourceType, str], int] = {}
-        #: the runner's metric group (set by the runner): resources that count what they
-        #: do (embedding setups: tokens) find it through their ``get_resource``.
-        self.metrics: Any = None
+        #: The agent metric group (a connection gets its own group in it: ``connection``).
+        self.metrics = metrics
+        self.parallelism = 1
+        self.subtask_index = 0
+
+    def place(self, *, parallelism: int, subtask_index: int) -> None:
+        """Tell resources created from now on where they run (a host does it before the
+        first run: the Flink host from the runtime context; 1 locally)."""
+        self.parallelism = max(1, int(parallelism))
+        self.subtask_index = int(subtask_index)
+
+    def _placement(self, name: str, rtype: ResourceType) -> ResourcePlacement:
+        group = None
+        if self.metrics is not None and rtype in _METERED_TYPES:
+            group = self.metrics.get_sub_group("connection", name)
+        return ResourcePlacement(
+            name=name,
+            parallelism=self.parallelism,
+            subtask_index=self.subtask_index,
+            metric_group=group,
+        )
 
     def get(self, name: str, rtype: ResourceType | str) -> Any:
         """The resource ``name`` of type ``rtype``."""
@@ -45,6 +68,8 @@ class ResourceCache:
             found = self._cache.get(key)
             if found is None:
                 found = self._create(name, rtype)
+                if isinstance(found, Resource):
+                    found.set_placement(self._placement(name, rtype))
                 self._cache[key] = found
                 self.created[key] = self.created.get(key, 0) + 1
             return found

@@ -40,6 +40,11 @@ scripted    ``respond`` (``module:function`` of ``(messages, tools) -> reply``),
             :class:`~flink_agents.testing.ScriptedChatModelConnection`, for tests and examples
 ==========  ===================================================================================
 
+The remote providers (openai, ollama, anthropic) also take the rate limits of the whole
+job (each subtask paces at its share; see docs/rate-limits.md): ``requests-per-minute``,
+``tokens-per-minute``, ``max-concurrent-requests``, and ``adaptive`` (``false``: no
+adaptation to throttling answers), on the model or on its catalog connection.
+
 Every provider also takes ``provider``, ``connection`` and Flink's ``task``; any other key is
 an error naming the supported ones. ``api_key`` (the FLIP draft's spelling) is ``api-key``,
 ``api_key_env`` is ``api-key-env``. The ``'connection'`` option names a connection of the
@@ -109,7 +114,9 @@ _CLASSES = {
 #: The model providers, in the order error messages list them.
 PROVIDERS = tuple(_CLASSES)
 
-_REMOTE = ("endpoint", "timeout", "max-retries")
+#: Rate limits of a remote provider's connection (``_pacing.RateLimitSettings``).
+_LIMITS = ("requests-per-minute", "tokens-per-minute", "max-concurrent-requests", "adaptive")
+_REMOTE = ("endpoint", "timeout", "max-retries", *_LIMITS)
 _KEYS: dict[str, tuple[str, ...]] = {
     "openai": (
         *(*_REMOTE, "model", "api-key", "api-key-env", "temperature", "max-tokens"),
@@ -290,6 +297,20 @@ def _arguments(
         conn["request_timeout" if provider == "ollama" else "timeout"] = seconds
     if "max-retries" in options:
         conn["max_retries"] = _number(options, "max-retries", int, 0)
+    for limit, kind in (
+        ("requests-per-minute", float),
+        ("tokens-per-minute", float),
+        ("max-concurrent-requests", int),
+    ):
+        if limit in options:
+            conn[limit.replace("-", "_")] = _number(options, limit, kind, 1)
+    if "adaptive" in options:
+        flag = options["adaptive"].strip().lower()
+        if flag not in ("true", "false"):
+            raise ConfigurationError(
+                f"option 'adaptive' = '{options['adaptive']}' must be true or false"
+            )
+        conn["adaptive"] = flag == "true"
     if provider in ("openai", "anthropic", "azure_openai", "vllm", "tongyi", "gemini"):
         key = secret_from(options, "api-key", "api-key-env")
         if key:

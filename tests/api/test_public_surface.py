@@ -95,6 +95,7 @@ PUBLIC = {
     "flink_agents.api.resource": {
         "Resource",
         "ResourceDescriptor",
+        "ResourcePlacement",
         "ResourceName",
         "ResourceType",
         "SerializableResource",
@@ -115,6 +116,18 @@ PUBLIC = {
         "compile_condition",
     },
     "flink_agents.api.events.listener": {"EventContext", "EventListener"},
+    "flink_agents.api.events.memory_event": {
+        "LongTermGetEvent",
+        "LongTermSearchEvent",
+        "LongTermUpdateEvent",
+        "MemoryEvent",
+        "SensoryReadEvent",
+        "SensoryWriteEvent",
+        "ShortTermReadEvent",
+        "ShortTermWriteEvent",
+        "observation_attributes",
+    },
+    "flink_agents.api.events.run_event": {"AgentRunBeginEvent"},
     "flink_agents.api.resource_context": {"ResourceContext"},
     "flink_agents.api.skills": {"SkillSourceSpec", "Skills"},
     "flink_agents.api.events.chat_event": {"ChatRequestEvent", "ChatResponseEvent"},
@@ -136,6 +149,13 @@ PUBLIC = {
         "BaseEmbeddingModelSetup",
         "EmbeddingResult",
         "EmbeddingTokenUsage",
+    },
+    "flink_agents.api.tools.tool_parameter_injection": {
+        "InjectedArg",
+        "ToolParameterSource",
+        "merge_injected_args",
+        "normalize_injected_args",
+        "validate_injected_arg_names",
     },
     "flink_agents.api.vector_stores.vector_store": {
         "BaseVectorStore",
@@ -184,6 +204,7 @@ PUBLIC = {
         "load_yaml",
     },
     "flink_agents.testing.ports": {"free_port", "held_port"},
+    "flink_agents.testing.servers.quota_server": {"QuotaServer", "count_tokens"},
     "flink_agents.testing.run": {"AgentRun", "run_agent"},
     "flink_agents.testing.assertions": {
         "assert_exactly_once",

@@ -462,12 +462,20 @@ CASES = [
         "parameter_types is for Java tools only",
     ),
     (
-        "injected args",
+        "injected arg the function does not have",
         AGENT + f"    tools:\n      - name: t\n        function: {F}:shout\n"
         "        injected_args: {tenant: {source: config, key: tenant}}\n",
         10,
         "agents[0].tools[0].injected_args",
-        "injected_args (tool parameter injection) is not supported",
+        "Injected tool parameter(s) tenant do not match function",
+    ),
+    (
+        "injected arg of an unknown source",
+        AGENT + f"    tools:\n      - name: t\n        function: {F}:shout\n"
+        "        injected_args: {text: {source: environment}}\n",
+        10,
+        "agents[0].tools[0].injected_args.text",
+        "an injected argument is {source: config, sensory_memory, short_term_memory, key",
     ),
     ("java action", AGENT + "        type: java\n", 7, "agents[0].actions[0].type", "Java actions"),
     (

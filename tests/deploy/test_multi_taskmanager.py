@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from flink_agents.testing.minicluster import committed_records
 from flink_agents.testing.ports import free_port
 from tests.cli.test_cli import cli
-from tests.flink import agents
 
 pytestmark = pytest.mark.flink
 
@@ -50,7 +50,7 @@ def test_two_taskmanagers_each_run_a_subtask_of_an_agent_job(tmp_path) -> None:
             timeout=400,
         )
         assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
-        outputs = agents.finalized_outputs(str(output))
+        outputs = committed_records(output)
         assert sorted(o["i"] for o in outputs) == list(range(60))
         # Memory per key over its 10 inputs, whichever TaskManager ran the key.
         for k in range(6):

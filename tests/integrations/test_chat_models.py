@@ -85,9 +85,12 @@ async def test_throttling_answer_is_recognised_and_retried(p: Provider):
         conn = p.make_connection(server.url, max_retries=3)
         reply = await conn.achat(USER, model=_model(p))
     assert reply.content == "after the wait" and reply.extra_args["attempts"] == 3
+    # Counted by the connection's governor, and reported with the reply.
+    assert reply.extra_args["throttled"] == 2 and conn.governor.throttles == 2
 
+    # Throttled retries are counted apart from max_retries (max_throttled_retries).
     with ScriptedServer([p.throttle()]) as server:
-        conn = p.make_connection(server.url, max_retries=1)
+        conn = p.make_connection(server.url, max_retries=0, max_throttled_retries=1)
         with pytest.raises(ModelCallError) as info:
             conn.chat(USER, model=_model(p))
     assert info.value.throttled and info.value.status == p.throttle().status

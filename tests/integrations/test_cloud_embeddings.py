@@ -326,7 +326,10 @@ def test_throttling_is_retried_then_recognised(name: str):
     assert len(server.requests) == 2
 
     with ScriptedServer([case.throttle()]) as server:
-        conn = case.connection(**case.base(server.url), **{**FAST, "max_retries": 1})
+        # Throttled retries are counted apart from max_retries (max_throttled_retries).
+        conn = case.connection(
+            **case.base(server.url), **{**FAST, "max_retries": 0, "max_throttled_retries": 1}
+        )
         with pytest.raises(ModelCallError) as info:
             conn.embed(["alpha"], **_options(case))
     assert info.value.throttled and info.value.status == 429 and len(server.requests) == 2

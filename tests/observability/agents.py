@@ -2,7 +2,8 @@
 
 Per input: InputEvent -> ask (sends an ``audit`` event and a ChatRequestEvent) -> model asks
 for tool ``lookup`` -> tool -> model answers -> ChatResponseEvent -> answer -> OutputEvent.
-That is 7 events and 6 action executions per input; the scripted model reports 10 + 20
+That is 7 events (8 with the sensory write event of the tool loop: memory events) and 6
+action executions per input; the scripted model reports 10 + 20
 prompt and 2 + 5 completion tokens. An input with ``hold`` set waits (a durable call) until
 that file exists, so a Flink job stays running while a test reads its metrics.
 """
@@ -27,8 +28,9 @@ from flink_agents.testing.scripted_chat_model import (
     tool_call,
 )
 
-#: Per input: events processed and actions executed (see the module docstring).
-EVENTS_PER_INPUT = 7
+#: Per input: events processed and actions executed (see the module docstring); the
+#: events include the sensory write event of the chat action's tool loop (memory events).
+EVENTS_PER_INPUT = 8
 ACTIONS_PER_INPUT = 6
 PROMPT_TOKENS_PER_INPUT = 30
 COMPLETION_TOKENS_PER_INPUT = 7

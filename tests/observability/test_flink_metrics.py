@@ -55,6 +55,8 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
             "baseLogDir": str(log_dir),
             # The opt-in writer process: its interpreter is found inside pemja / Beam too.
             "event-log.writer": "process",
+            # Upstream main's run-begin event: in the log and the counts.
+            "agent-run.begin-event": True,
         },
     )
     # The last input waits for the release file: the job stays running while the metrics
@@ -73,7 +75,8 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
         vertex = None
         expected = {
             # counted when a run ends: the held run's events are not in yet
-            "numOfEventProcessed": agents.EVENTS_PER_INPUT * INPUTS,
+            # + the run-begin event per input
+            "numOfEventProcessed": (agents.EVENTS_PER_INPUT + 1) * INPUTS,
             "numOfActionsExecuted": agents.ACTIONS_PER_INPUT * INPUTS,
             "action.answer.numOfActionsExecuted": INPUTS,
             "action.chat_model_action.numOfActionsExecuted": 2 * INPUTS,
@@ -123,3 +126,13 @@ def test_metrics_reach_flink_rest_api_and_event_log_is_written(tmp_path: Path) -
     records_written = dump(str(files[0]))
     runs = [r for r in records_written if r["record"] == "run"]
     assert len(runs) == INPUTS + 1 and all(r["status"] == "ok" for r in runs)
+    events = [r for r in records_written if r["record"] == "event"]
+    inputs = {r["runId"]: r["eventId"] for r in events if r["eventType"] == "_input_event"}
+    begins = [r for r in events if r["eventType"] == "_agent_run_begin_event"]
+    assert len(begins) == INPUTS + 1
+    for begin in begins:
+        assert begin["parentEventId"] == inputs[begin["runId"]]
+        assert begin["action"] == "agent_run_begin_action"
+        assert begin["payload"]["key"] == begin["key"] and begin["payload"]["value"] == {}
+    writes = [r for r in events if r["eventType"] == "_sensory_write_event"]
+    assert len(writes) == INPUTS + 1 and {w["action"] for w in writes} == {"chat_model_action"}

@@ -99,6 +99,8 @@ def test_event_log_content_and_order_of_a_tool_calling_run(tmp_path: Path, write
         ("action", "audit", "note_audit"),
         ("call", "model", "chat_model_action"),
         ("event", "_tool_request_event", "chat_model_action"),
+        # the tool loop's state, kept in sensory memory (a memory event, as upstream's)
+        ("event", "_sensory_write_event", "chat_model_action"),
         ("call", "lookup", "tool_call_action"),
         ("event", "_tool_response_event", "tool_call_action"),
         ("call", "model", "chat_model_action"),

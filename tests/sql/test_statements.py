@@ -233,7 +233,14 @@ def test_mcp_tool_without_allowed_tools_offers_all_the_servers_tools(agents_env:
 
     setup = plan.get_resource_provider("sql_model", ResourceType.CHAT_MODEL)
     assert setup is not None
-    assert sorted(setup.arguments["tools"]) == ["env_value", "explode", "multiply", "pid"]
+    assert sorted(setup.arguments["tools"]) == [
+        "env_value",
+        "explode",
+        "multiply",
+        "nap",
+        "pid",
+        "write_file",
+    ]
 
 
 def test_catalog_directory_keeps_definitions_across_sessions(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.flink import agents
+from flink_agents.testing.minicluster import committed_records
 from tests.flink.harness import MODE
 
 pytestmark = pytest.mark.flink
@@ -53,7 +53,7 @@ def _send(tmp: Path, name: str, records: list[dict[str, Any]]) -> None:
 
 def _outputs(tmp: Path) -> list[dict[str, Any]]:
     try:
-        return agents.finalized_outputs(str(tmp / "out"))
+        return committed_records(tmp / "out")
     except (OSError, ValueError):  # a part file renamed or written while reading
         return []
 

@@ -116,8 +116,12 @@ class BaseChatModelSetup(Resource, ABC):
     def get_connection(self) -> BaseChatModelConnection:
         """The connection resource this setup uses (the one set as
         ``_resolved_connection``, if any, as in Apache Flink Agents)."""
-        if self._resolved_connection is not None:
-            return self._resolved_connection
+        # Read from pydantic's private dict: `self._resolved_connection` goes through
+        # BaseModel.__getattr__ and a failing hasattr (~1 us per model call).
+        private = self.__pydantic_private__
+        resolved = private.get("_resolved_connection") if private else None
+        if resolved is not None:
+            return resolved
         conn = self._lookup(self.connection, ResourceType.CHAT_MODEL_CONNECTION)
         return conn
 

@@ -5,7 +5,9 @@ implements :meth:`BaseEmbeddingModelConnection.embed_with_usage`, returning an
 :class:`EmbeddingResult` with :class:`EmbeddingTokenUsage`. The setup's ``embed`` /
 ``aembed`` go through it and count the tokens in the agent's metrics, in the group
 ``embedding_model`` = setup resource name: ``numOfEmbeddingCalls``,
-``embeddingPromptTokens``, ``embeddingTotalTokens``.
+``embeddingPromptTokens``, ``embeddingTotalTokens``; and, request-scoped (as upstream main's
+token metrics), for the action that made the call: ``action.<action>.model.<setup>``
+``promptTokens`` / ``totalTokens`` (the runtime's usage scope, ``api/_usage.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flink_agents.api._usage import report_usage
 from flink_agents.api.resource import Resource, ResourceType
 
 
@@ -29,9 +32,10 @@ class EmbeddingTokenUsage:
 
 @dataclass(frozen=True)
 class EmbeddingResult:
-    """Vectors (one per text) and, when the provider reports it, the call's token usage."""
+    """Vectors (one per text; a setup's ``embed_with_usage`` of one text: its vector, as
+    upstream) and, when the provider reports it, the call's token usage."""
 
-    embeddings: list[list[float]]
+    embeddings: Any
     token_usage: EmbeddingTokenUsage | None = None
 
 
@@ -105,14 +109,21 @@ class BaseEmbeddingModelSetup(Resource, ABC):
         return result.embeddings[0] if single else result.embeddings
 
     def embed_with_usage(self, text: str | Sequence[str], **kwargs: Any) -> EmbeddingResult:
-        """The vectors of ``text`` (one or a list) with the call's token usage."""
+        """The vector of one text, or the vectors of a list, with the call's token usage."""
+        single = isinstance(text, str)
         texts = [text] if isinstance(text, str) else list(text)
         result = self.get_connection().embed_with_usage(texts, **{**self.model_kwargs, **kwargs})
         self._count(result)
+        if single:
+            return EmbeddingResult(result.embeddings[0], result.token_usage)
         return result
 
     def _count(self, result: EmbeddingResult) -> None:
-        """Count the call and its tokens in the agent's metrics (when run by an agent)."""
+        """Count the call and its tokens in the agent's metrics (when run by an agent), and
+        book the tokens to the action making the call (its usage scope, if one is open)."""
+        usage = result.token_usage
+        if usage is not None:
+            report_usage(self, usage.prompt_tokens, usage.total_tokens)
         owner: Any = getattr(self.get_resource, "__self__", None)
         metrics = getattr(owner, "metrics", None)
         if metrics is None:
@@ -120,7 +131,6 @@ class BaseEmbeddingModelSetup(Resource, ABC):
         name = owner.name_of(self) if hasattr(owner, "name_of") else None
         group = metrics.get_sub_group("embedding_model", name or self.model or "embedding")
         group.get_counter("numOfEmbeddingCalls").inc()
-        usage = result.token_usage
         if usage is not None:
             group.get_counter("embeddingPromptTokens").inc(usage.prompt_tokens)
             group.get_counter("embeddingTotalTokens").inc(usage.total_tokens)

@@ -12,6 +12,16 @@ from flink_agents.api.events.context_retrieval_event import (
     ContextRetrievalResponseEvent,
 )
 from flink_agents.api.events.event import ErrorEvent, InputEvent, OutputEvent
+from flink_agents.api.events.memory_event import (
+    LongTermGetEvent,
+    LongTermSearchEvent,
+    LongTermUpdateEvent,
+    SensoryReadEvent,
+    SensoryWriteEvent,
+    ShortTermReadEvent,
+    ShortTermWriteEvent,
+)
+from flink_agents.api.events.run_event import AgentRunBeginEvent
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 
 
@@ -27,6 +37,14 @@ class EventType:
     ContextRetrievalRequestEvent: str = ContextRetrievalRequestEvent.EVENT_TYPE
     ContextRetrievalResponseEvent: str = ContextRetrievalResponseEvent.EVENT_TYPE
     ErrorEvent: str = ErrorEvent.EVENT_TYPE
+    ShortTermWriteEvent: str = ShortTermWriteEvent.EVENT_TYPE
+    ShortTermReadEvent: str = ShortTermReadEvent.EVENT_TYPE
+    SensoryWriteEvent: str = SensoryWriteEvent.EVENT_TYPE
+    SensoryReadEvent: str = SensoryReadEvent.EVENT_TYPE
+    LongTermUpdateEvent: str = LongTermUpdateEvent.EVENT_TYPE
+    LongTermGetEvent: str = LongTermGetEvent.EVENT_TYPE
+    LongTermSearchEvent: str = LongTermSearchEvent.EVENT_TYPE
+    AgentRunBeginEvent: str = AgentRunBeginEvent.EVENT_TYPE
 
 
 def event_type_constants() -> dict[str, str]:

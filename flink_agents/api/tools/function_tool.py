@@ -13,12 +13,18 @@ from collections.abc import Callable
 from typing import Any
 
 import docstring_parser
-from pydantic import BaseModel, PrivateAttr, ValidationError, create_model
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 from flink_agents.api._function import FunctionRef, function_ref, is_async, unwrap
 from flink_agents.api.decorators import RESOURCE_ATTR
 from flink_agents.api.tools.tool import Tool, ToolMetadata, ToolType
+from flink_agents.api.tools.tool_parameter_injection import (
+    InjectedArg,
+    merge_injected_args,
+    normalize_injected_args,
+    validate_injected_arg_names,
+)
 from flink_agents.errors import ToolArgumentError
 
 
@@ -43,15 +49,25 @@ def _args_model(func: Callable[..., Any]) -> tuple[type[BaseModel], str]:
     return model, description
 
 
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _clean_schema(schema: dict[str, Any], hidden: Any = ()) -> dict[str, Any]:
+    """The model's schema without titles, and without the ``hidden`` (injected)
+    parameters: the model is never told of them."""
     schema = dict(schema)
     schema.pop("title", None)
     props = {}
     for name, prop in schema.get("properties", {}).items():
+        if name in hidden:
+            continue
         prop = dict(prop)
         prop.pop("title", None)
         props[name] = prop
     schema["properties"] = props
+    if hidden and "required" in schema:
+        required = [name for name in schema["required"] if name not in hidden]
+        if required:
+            schema["required"] = required
+        else:
+            del schema["required"]
     schema.setdefault("type", "object")
     return schema
 
@@ -61,11 +77,21 @@ class FunctionTool(Tool):
 
     Attributes:
         func: reference to the function (module + qualname) so the tool travels as JSON.
+        injected_args: parameters the runtime fills in (not in ``metadata.args_schema``;
+            see :mod:`flink_agents.api.tools.tool_parameter_injection`).
     """
 
     func: FunctionRef
+    injected_args: dict[str, InjectedArg] = Field(
+        default_factory=dict, exclude_if=lambda injected: not injected
+    )
     _callable: Callable[..., Any] | None = PrivateAttr(default=None)
     _model: type[BaseModel] | None = PrivateAttr(default=None)
+
+    @field_validator("injected_args", mode="before")
+    @classmethod
+    def _normalized(cls, value: Any) -> Any:
+        return normalize_injected_args(value)
 
     @classmethod
     def tool_type(cls) -> ToolType:
@@ -81,6 +107,7 @@ class FunctionTool(Tool):
         allow_pickle: bool = False,
         timeout: float | None = None,
         requires_approval: bool | None = None,
+        injected_args: dict[str, Any] | None = None,
         side_effects: bool | None = None,
     ) -> FunctionTool:
         """Make a tool from ``func``.
@@ -94,8 +121,15 @@ class FunctionTool(Tool):
                 ``tool.timeout`` option).
             requires_approval: a human approves each call first (default:
                 ``@tool(requires_approval=...)``, else False).
+            injected_args: parameters the runtime fills in (with those of
+                ``@tool(injected_args=...)``; the same parameter twice must agree).
             side_effects: the tool changes the world (default: ``@tool(side_effects=...)``,
                 else False); see ``Tool.side_effects``.
+
+        Raises:
+            TypeError: malformed ``injected_args``.
+            ValueError: an injected parameter the function does not have, or given twice
+                differently.
         """
         func = unwrap(func)
         marker = getattr(func, RESOURCE_ATTR, None)
@@ -104,13 +138,21 @@ class FunctionTool(Tool):
             options["timeout"] = timeout
         if requires_approval is not None:
             options["requires_approval"] = requires_approval
+        injected = merge_injected_args(
+            options.pop("injected_args", None),
+            normalize_injected_args(injected_args),
+            tool_name=name or func.__name__,
+        )
+        validate_injected_arg_names(func, injected)
+        if injected:
+            options["injected_args"] = injected
         if side_effects is not None:
             options["side_effects"] = side_effects
         model, doc = _args_model(func)
         metadata = ToolMetadata(
             name=name or func.__name__,
             description=description if description is not None else doc,
-            args_schema=_clean_schema(model.model_json_schema()),
+            args_schema=_clean_schema(model.model_json_schema(), hidden=injected),
         )
         tool = cls(metadata=metadata, func=function_ref(func, allow_pickle=allow_pickle), **options)
         tool._callable = func

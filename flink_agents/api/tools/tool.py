@@ -95,8 +95,11 @@ class Tool(SerializableResource, ABC):
         return await asyncio.to_thread(self.call, **kwargs)
 
     @staticmethod
-    def from_callable(func: Callable[..., Any]) -> FunctionTool:
-        """A tool from a function; its schema comes from the signature and docstring."""
+    def from_callable(
+        func: Callable[..., Any], *, injected_args: dict[str, Any] | None = None
+    ) -> FunctionTool:
+        """A tool from a function; its schema comes from the signature and docstring
+        (without the ``injected_args`` parameters, which the runtime fills in)."""
         from flink_agents.api.tools.function_tool import FunctionTool
 
-        return FunctionTool.from_callable(func)
+        return FunctionTool.from_callable(func, injected_args=injected_args)

@@ -39,6 +39,12 @@ from flink_agents.api.resource import (
     SerializableResource,
 )
 from flink_agents.api.tools.function_tool import FunctionTool
+from flink_agents.api.tools.tool_parameter_injection import (
+    InjectedArg,
+    ToolParameterSource,
+    normalize_injected_args,
+    validate_injected_arg_names,
+)
 from flink_agents.api.trigger_conditions import classify, compile_condition
 from flink_agents.api.yaml._source import Loc, YamlSource
 from flink_agents.api.yaml.aliases import (
@@ -470,20 +476,46 @@ class FileBuilder:
                 "parameter_types is for Java tools only: a Python tool's parameters come "
                 "from its signature",
             )
-        if spec.injected_args:
-            self.problem(
-                (*loc, "injected_args"),
-                "injected_args (tool parameter injection) is not supported by flink-agents; "
-                "read the value in the tool or pass it as an argument",
-            )
+        injected = self._injected_args((*loc, "injected_args"), spec.injected_args)
         func = self._function(loc, spec.function, "tool")
-        if func is None or func is _DRY:
+        if func is None or injected is None:
+            return None
+        if func is _DRY:
             return func
         try:
-            return FunctionTool.from_callable(func, name=spec.name)
+            validate_injected_arg_names(func, injected)
+        except ValueError as exc:
+            self.problem((*loc, "injected_args"), str(exc))
+            return None
+        try:
+            return FunctionTool.from_callable(func, name=spec.name, injected_args=injected)
         except (TypeError, ValueError) as exc:
             self.problem((*loc, "function"), f"cannot make a tool of it: {exc}")
             return None
+
+    def _injected_args(self, loc: Loc, raw: Any) -> dict[str, InjectedArg] | None:
+        """``injected_args`` as specs (None, with a problem per bad entry, when malformed)."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.problem(
+                loc,
+                "injected_args must map parameter names to specs, e.g. "
+                "{tenant_id: {source: config, key: tenant.id}}",
+            )
+            return None
+        specs: dict[str, InjectedArg] = {}
+        for name, entry in raw.items():
+            try:
+                specs.update(normalize_injected_args({name: entry}))
+            except (TypeError, ValidationError) as exc:
+                sources = ", ".join(s.value for s in ToolParameterSource)
+                self.problem(
+                    (*loc, name),
+                    f"an injected argument is {{source: {sources}, key: <config key or "
+                    f"memory path>}}, got {entry!r} ({_first_line(exc)})",
+                )
+        return specs if len(specs) == len(raw) else None
 
     def _action(self, loc: Loc, spec: ActionSpec) -> SharedAction | None:
         if spec.type == "java":
@@ -694,3 +726,11 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
         if found is not None:
             return found
     return None
+
+
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors()
+        )
+    return str(exc).splitlines()[0]

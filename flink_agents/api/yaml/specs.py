@@ -86,8 +86,10 @@ class PromptSpec(BaseModel):
 class ToolSpec(BaseModel):
     """A function tool: ``function`` is ``<module>:<qualname>`` of a Python function.
 
-    ``parameter_types`` (Java tools) and ``injected_args`` (tool parameter injection) are
-    part of Apache Flink Agents' schema; the loader says they are not supported here.
+    ``injected_args``: parameters the runtime fills in, as upstream writes them
+    (``{tenant_id: {source: config, key: tenant.id}}``; a spec without ``source`` reads
+    sensory memory, one without ``key`` the parameter's name). ``parameter_types`` (Java
+    tools) is part of Apache Flink Agents' schema; the loader says it is not supported here.
     """
 
     model_config = ConfigDict(extra="forbid")

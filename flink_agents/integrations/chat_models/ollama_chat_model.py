@@ -26,6 +26,7 @@ from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, Bas
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, Stopwatch, snippet, usage
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations._throttling import ollama_is_throttling
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
@@ -75,6 +76,13 @@ def to_ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
             item["images"] = list(images)
         out.append(item)
     return out
+
+
+def ollama_usage(data: Any) -> tuple[Any, Any] | None:
+    """``(prompt tokens, completion tokens)`` of an Ollama reply."""
+    if not isinstance(data, dict):
+        return None
+    return data.get("prompt_eval_count"), data.get("eval_count")
 
 
 class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
@@ -182,11 +190,15 @@ class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
             ModelCallError: the call failed after retries (names provider, model, status).
         """
         request, model, extract = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         data, attempts = self.call_with_retries(
-            lambda: self._post("/api/chat", request), model=model
+            lambda: self._post("/api/chat", request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=ollama_usage,
+            report=report,
         )
-        return self._parse(data, model, extract, watch, attempts)
+        return with_report(self._parse(data, model, extract, watch, attempts), report)
 
     async def achat(
         self,
@@ -196,11 +208,17 @@ class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
     ) -> ChatMessage:
         """Asynchronous :meth:`chat` (``httpx.AsyncClient``)."""
         request, model, extract = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         data, attempts = await self.acall_with_retries(
-            self._apost, "/api/chat", request, model=model
+            self._apost,
+            "/api/chat",
+            request,
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=ollama_usage,
+            report=report,
         )
-        return self._parse(data, model, extract, watch, attempts)
+        return with_report(self._parse(data, model, extract, watch, attempts), report)
 
     def close(self) -> None:
         """Close the HTTP clients."""

@@ -34,6 +34,7 @@ from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import Stopwatch, snippet, usage
 from flink_agents.integrations._dashscope import DashScopeClient, dashscope_sdk
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     make_call,
@@ -157,9 +158,39 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
             ModelCallError: the call failed after retries (names provider, model, status).
         """
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
-        reply, attempts = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return self._parse(reply, model, watch, attempts)
+        watch, report = Stopwatch(), CallReport()
+        reply, attempts = self.call_with_retries(
+            lambda: self._attempt(request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=_dashscope_usage,
+            report=report,
+        )
+        return with_report(self._parse(reply, model, watch, attempts), report)
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """Asynchronous :meth:`chat`: the SDK call on a worker thread, the waits for the
+        connection's limits on the event loop."""
+        request, model = self._request(messages, tools, kwargs)
+        watch, report = Stopwatch(), CallReport()
+        reply, attempts = await self.acall_in_thread_with_retries(
+            lambda: self._attempt(request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=_dashscope_usage,
+            report=report,
+        )
+        return with_report(self._parse(reply, model, watch, attempts), report)
+
+
+def _dashscope_usage(response: Any) -> tuple[Any, Any] | None:
+    u = getattr(response, "usage", None) or {}
+    return (u.get("input_tokens"), u.get("output_tokens")) if u else None
 
 
 class TongyiChatModelSetup(BaseChatModelSetup):

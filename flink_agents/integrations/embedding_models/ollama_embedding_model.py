@@ -16,10 +16,18 @@ from typing import Any
 from flink_agents.api.embedding_models.embedding_model import (
     BaseEmbeddingModelConnection,
     BaseEmbeddingModelSetup,
+    EmbeddingResult,
+    EmbeddingTokenUsage,
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, snippet
+from flink_agents.integrations._pacing import estimate_text_tokens
 from flink_agents.integrations._throttling import ollama_is_throttling
+
+
+def _usage(data: Any) -> tuple[Any, Any] | None:
+    count = data.get("prompt_eval_count") if isinstance(data, dict) else None
+    return (count, 0) if count is not None else None
 
 
 class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
@@ -33,6 +41,9 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
     """
 
     PROVIDER = "ollama"
+
+    #: Embeddings generate no tokens: the token pacing counts the input only.
+    COMPLETION_GUESS = 0
 
     base_url: str = "http://localhost:11434"
 
@@ -61,25 +72,52 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
             )
         return [list(map(float, v)) for v in vectors]
 
+    @staticmethod
+    def _usage(data: Any) -> EmbeddingTokenUsage | None:
+        tokens = data.get("prompt_eval_count") if isinstance(data, dict) else None
+        if not isinstance(tokens, int):
+            return None
+        return EmbeddingTokenUsage(tokens, tokens)
+
     def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """One vector per text.
 
         Raises:
             ModelCallError: the call failed after retries.
         """
-        if not texts:
-            return []
-        request, model = self._request(texts, kwargs)
-        data, _ = self.call_with_retries(lambda: self._post("/api/embed", request), model=model)
-        return self._vectors(data, len(texts), model)
+        return self.embed_with_usage(texts, **kwargs).embeddings
 
     async def aembed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """Asynchronous :meth:`embed`."""
+        return (await self.aembed_with_usage(texts, **kwargs)).embeddings
+
+    def embed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """:meth:`embed` with Ollama's ``prompt_eval_count`` as the tokens used."""
         if not texts:
-            return []
+            return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        data, _ = await self.acall_with_retries(self._apost, "/api/embed", request, model=model)
-        return self._vectors(data, len(texts), model)
+        data, _ = self.call_with_retries(
+            lambda: self._post("/api/embed", request),
+            model=model,
+            tokens=estimate_text_tokens(texts),
+            usage_of=_usage,
+        )
+        return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
+
+    async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
+        """Asynchronous :meth:`embed_with_usage`."""
+        if not texts:
+            return EmbeddingResult([])
+        request, model = self._request(texts, kwargs)
+        data, _ = await self.acall_with_retries(
+            self._apost,
+            "/api/embed",
+            request,
+            model=model,
+            tokens=estimate_text_tokens(texts),
+            usage_of=_usage,
+        )
+        return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
 
     def close(self) -> None:
         """Close the HTTP clients."""

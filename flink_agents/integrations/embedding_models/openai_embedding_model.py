@@ -24,6 +24,12 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._openai import OpenAIClient
+from flink_agents.integrations._pacing import estimate_text_tokens
+
+
+def _usage(reply: Any) -> tuple[Any, Any] | None:
+    u = getattr(reply, "usage", None)
+    return (getattr(u, "prompt_tokens", None), 0) if u is not None else None
 
 
 class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient):
@@ -50,6 +56,9 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         if extra_body:
             request["extra_body"] = extra_body
         return request, model
+
+    #: Embeddings generate no tokens: the token pacing counts the input only.
+    COMPLETION_GUESS = 0
 
     def _vectors(self, reply: Any, count: int, model: str) -> EmbeddingResult:
         data = sorted(getattr(reply, "data", None) or [], key=lambda d: d.index)
@@ -95,7 +104,12 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        reply, _ = self.call_with_retries(lambda: self._attempt(request), model=model)
+        reply, _ = self.call_with_retries(
+            lambda: self._attempt(request),
+            model=model,
+            tokens=estimate_text_tokens(texts),
+            usage_of=_usage,
+        )
         return self._vectors(reply, len(texts), model)
 
     async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
@@ -103,7 +117,13 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        reply, _ = await self.acall_with_retries(self._aattempt, request, model=model)
+        reply, _ = await self.acall_with_retries(
+            self._aattempt,
+            request,
+            model=model,
+            tokens=estimate_text_tokens(texts),
+            usage_of=_usage,
+        )
         return self._vectors(reply, len(texts), model)
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ connection's own deadline (the built-in providers' ``total_timeout``), else
 from __future__ import annotations
 
 import asyncio
+import types
 from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage, MessageRole
@@ -81,6 +82,11 @@ async def call_model_offering(
         prompt_args = masked_arguments(prompt_args, mask)
     chain = _chain(ctx, "model")
     timeout = model_timeout(setup, ctx)
+    # Token budgets and the response cache (runtime/governance.py), when configured.
+    guard = getattr(ctx, "model_guard", None)
+    if guard is not None:
+        await guard.before_call(model)
+    reply: ChatMessage
     if not chain and offer_tools:
         # The setup's own call, as before interceptors existed. Passed only when given: a
         # custom setup whose achat predates prompt_args still works.
@@ -89,11 +95,14 @@ async def call_model_offering(
         # Without interceptors the offer is the setup's tools, fixed by the plan: the reply
         # needs not carry it (the chat action asks the setup when the model calls tools).
         achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
+        if guard is not None:
+            achat = guard.cached(achat, setup, messages, options or {})
         reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
     else:
+        # Bound to the setup (the same function and record signature): the runtime then
+        # sees a model call of this setup, for its metrics (tokens by action and model).
         reply = await ctx.durable_execute_async(
-            _intercepted_model_call,
-            setup,
+            types.MethodType(_intercepted_model_call, setup),
             chain,
             ModelCallRequest(
                 model=model, messages=messages, options=dict(options or {}), key=ctx.key
@@ -102,6 +111,8 @@ async def call_model_offering(
             offer_tools,
             timeout,
         )
+    if guard is not None:
+        guard.after_call(reply)
     return take_offered(reply)
 
 

@@ -4,7 +4,9 @@ Only tools the model was offered for the request run (:mod:`.tool_authorization`
 other name is answered as an unknown tool and the tool is never looked up or run. An
 unknown tool, bad arguments, a rejection by a reviewer, a timeout or an exception in the
 tool become error responses the model sees (secrets masked, :mod:`.secret_text`); an
-interceptor's or hook's own failure follows the error strategy.
+interceptor's or hook's own failure follows the error strategy. Injected parameters
+(``injected_args``) are filled in last, right before the call, over anything the model, a
+hook or a reviewer put under their names.
 
 Each failed call also gets a code in the :class:`ToolResponseEvent`'s ``error_codes`` (an
 extra field; the event log shows it): ``unauthorized_tool``, ``unknown_tool``,
@@ -20,7 +22,9 @@ from pydantic_core import to_jsonable_python
 from flink_agents.api.events.event import Event
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.tools.tool_parameter_injection import InjectedArg, ToolParameterSource
 from flink_agents.errors import (
     CallTimeoutError,
     HookError,
@@ -89,6 +93,18 @@ async def tool_call_action(event: Event, ctx: RunnerContext) -> None:
                     )
                 if decision.arguments is not None:
                     args = decision.arguments
+            injected = getattr(tool, "injected_args", None)
+            if injected:
+                try:
+                    args = {**args, **resolve_injected_args(injected, ctx)}
+                except (LookupError, TypeError, ValueError) as exc:
+                    # The model hears only that the call failed: the parameter is hidden
+                    # from it; what was missing goes to the event (errors) and the log.
+                    detail = f"Error: tool {name!r} failed: {exc}"
+                    errors[call_id] = mask(detail) if mask else detail
+                    responses[call_id] = f"Error: tool {name!r} failed to execute."
+                    codes[call_id] = "tool_error"
+                    continue
             result = await call_tool(ctx, tool, name, args, call_id)
             # Event attributes must be JSON: a tool result JSON cannot hold reaches the
             # model as its text (it would be text in the model's message anyway).
@@ -119,3 +135,37 @@ def _code(exc: Exception) -> str:
     if isinstance(exc, CallTimeoutError):
         return "timeout"
     return "tool_error"
+
+
+def resolve_injected_args(injected: dict[str, InjectedArg], ctx: RunnerContext) -> dict[str, Any]:
+    """The values of a tool's injected parameters, read from their sources now.
+
+    Raises:
+        LookupError: a configuration key or memory path that holds nothing.
+        TypeError: a memory path that holds an object, not a value.
+    """
+    return {name: _injected_value(spec, ctx) for name, spec in injected.items()}
+
+
+def _injected_value(spec: InjectedArg, ctx: RunnerContext) -> Any:
+    source, key = spec.source, spec.key
+    if source is ToolParameterSource.KEY:
+        return ctx.key
+    if not key:
+        raise LookupError("injected tool parameter has no key")
+    if source is ToolParameterSource.CONFIG:
+        values = ctx.config.get_conf_data()
+        if key not in values:
+            raise LookupError(f"Missing config for injected tool parameter: {key}")
+        return values[key]
+    memory = (
+        ctx.sensory_memory
+        if source is ToolParameterSource.SENSORY_MEMORY
+        else (ctx.short_term_memory)
+    )
+    if not memory.is_exist(key):
+        raise LookupError(f"Missing memory path for injected tool parameter: {key}")
+    value = memory.get(key)
+    if isinstance(value, MemoryObject):
+        raise TypeError(f"Memory path for injected tool parameter must reference a value: {key}")
+    return value

@@ -5,7 +5,10 @@ Exact event types stay a dict lookup in the run loop; only a plan with expressio
 with an exact match first, then each action with expressions, in declaration order, whose
 first true expression selects it (an action runs once per event however many of its
 conditions match). Conditions are compiled once, when the runner is made; an event's
-variables are built only from the attributes the expressions read.
+variables are built only from the attributes the expressions read, and only for the
+conditions that can be true for its type (``CompiledCondition.event_types``: an expression
+with a ``type == "x"`` conjunct is not evaluated for other types; the candidates are worked
+out once per type). Costs per run: docs/ARCHITECTURE.md, section 7.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 log = logging.getLogger("flink_agents.runtime")
 
 _PLAIN = (str, int, float, bool, type(None))
+#: Event types whose candidate actions are remembered (beyond: worked out per event).
+_MAX_TYPES = 4096
 
 
 def _normalize(value: Any) -> Any:
@@ -73,12 +78,30 @@ class ConditionalActions:
         self._strategy = ConditionEvaluationFailureStrategy(strategy)
         self._actions: list[tuple[tuple[Any, ...], list[CompiledCondition]]] = []
         keys: set[str] = set()
+        reads_id = False
         for action in plan.conditional_actions():
             compiled = [compile_condition(text, constants) for text in action.trigger_conditions]
             for condition in compiled:
                 keys |= condition.attribute_keys
+                reads_id = reads_id or condition.reads_id
             self._actions.append((entry(action), compiled))
         self._keys = frozenset(keys)
+        self._reads_id = reads_id
+        #: Per event type, the actions (and their conditions) that may select it: empty
+        #: for most types of a plan whose expressions name their type.
+        self._by_type: dict[str, list[tuple[tuple[Any, ...], list[CompiledCondition]]]] = {}
+
+    def _candidates(self, event_type: str) -> list[tuple[tuple[Any, ...], list[CompiledCondition]]]:
+        candidates = []
+        for entry, conditions in self._actions:
+            possible = [
+                c for c in conditions if c.event_types is None or event_type in c.event_types
+            ]
+            if possible:
+                candidates.append((entry, possible))
+        if len(self._by_type) < _MAX_TYPES:  # unified events may use many type strings
+            self._by_type[event_type] = candidates
+        return candidates
 
     def variables(self, event: Event) -> dict[str, Any]:
         """``type``, ``id``, ``EventType``, ``attributes`` (the keys read) and the same
@@ -93,7 +116,8 @@ class ConditionalActions:
                 attributes[key] = _normalize(extra[key])
         variables = dict(attributes)
         variables["type"] = event.type
-        variables["id"] = str(event.id)
+        if self._reads_id:  # str() of a UUID costs more than the rest of this
+            variables["id"] = str(event.id)
         variables["EventType"] = self._constants
         variables["attributes"] = attributes
         return variables
@@ -103,10 +127,15 @@ class ConditionalActions:
     ) -> list[tuple[Any, ...]] | None:
         """The loop entries of the actions ``event`` triggers: ``exact`` (the exact-type
         matches), then the actions an expression selects."""
+        candidates = self._by_type.get(event.type)
+        if candidates is None:
+            candidates = self._candidates(event.type)
+        if not candidates:
+            return exact
         matched = list(exact) if exact else []
         chosen = {id(e[0]) for e in matched}
         variables: dict[str, Any] | None = None
-        for entry, conditions in self._actions:
+        for entry, conditions in candidates:
             if id(entry[0]) in chosen:
                 continue
             if variables is None:

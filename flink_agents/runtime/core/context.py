@@ -9,6 +9,8 @@ records (see docs/ARCHITECTURE.md, "Approval: paused runs").
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import logging
 import pickle
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from flink_agents.api._usage import USAGE_SCOPE
 from flink_agents.api.approval import ApprovalOptions, ApprovalRequest, ApprovalResponse
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.api.events.event import Event, event_class_for
@@ -41,6 +44,7 @@ from flink_agents.secrets import mask_exception
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.runner import AgentRunner
+    from flink_agents.runtime.governance import RunGuard
 
 log = logging.getLogger("flink_agents.runtime")
 T = TypeVar("T")
@@ -73,6 +77,8 @@ class _Run:
         self.info: RunInfo | None = None
         #: How the last failure handled by ``AgentRunner._failed`` ended.
         self.outcome = "retried"
+        #: Tokens of the run's model calls (live or replayed), for the key's budget.
+        self.model_tokens = 0
         #: What ended the run without raising (a dead letter, an ignored run limit).
         self.failure: BaseException | None = None
         #: Near max-events-per-run: ``(event type, action, sent types)`` of each execution.
@@ -81,6 +87,11 @@ class _Run:
     def next_call_id(self) -> str:
         self.call_seq += 1
         return str(self.call_seq)
+
+    def next_call_recorded(self) -> bool:
+        """Whether the next durable call will be answered from the log (a replay)."""
+        rec = self.durable.get(str(self.call_seq + 1))
+        return rec is not None and not rec.pending
 
     def record(self, call_id: str, rec: DurableRecord) -> None:
         self.durable[call_id] = rec
@@ -210,6 +221,13 @@ class RunContext(RunnerContext):
         return self._event
 
     @property
+    def model_guard(self) -> RunGuard | None:
+        """Budgets and cache around this execution's model calls (None: neither is
+        configured); ``plan/actions/calls.py: call_model`` asks it."""
+        governance = self._run.runner.governance
+        return None if governance is None else governance.guard(self._run, self._action.name)
+
+    @property
     def agent_plan(self) -> AgentPlan:
         """The plan being run (the built-in actions read interceptors and hooks from it)."""
         return self._run.runner.plan
@@ -317,9 +335,13 @@ class RunContext(RunnerContext):
                 result = await target(*args, **kwargs)
             else:
                 loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(
-                    self._run.runner.executor, lambda: target(*args, **kwargs)
-                )
+                if USAGE_SCOPE.get() is None:
+                    call = functools.partial(target, *args, **kwargs)
+                else:  # the worker thread books usage to this action too
+                    call = functools.partial(
+                        contextvars.copy_context().run, target, *args, **kwargs
+                    )
+                result = await loop.run_in_executor(self._run.runner.executor, call)
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
@@ -391,6 +413,8 @@ class RunContext(RunnerContext):
     ) -> None:
         runner = self._run.runner
         owner = getattr(func, "__self__", None)
+        if owner is None:  # a wrapper (a timeout) of a resource's method
+            owner = getattr(getattr(func, "__wrapped__", None), "__self__", None)
         # Resources live as long as the runner, so their ids are stable keys.
         cache_key = id(owner) if owner is not None else signature
         target = runner._call_targets.get(cache_key)

@@ -23,10 +23,18 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from flink_agents.api.core_options import AgentConfigOptions, ErrorHandlingStrategy
+from flink_agents.api._usage import USAGE_SCOPE
+from flink_agents.api.core_options import (
+    AgentConfigOptions,
+    AgentExecutionOptions,
+    ErrorHandlingStrategy,
+)
 from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputEvent
 from flink_agents.api.events.listener import EventContext, EventListener
+from flink_agents.api.events.memory_event import MEMORY_EVENT_TYPES
+from flink_agents.api.events.run_event import AGENT_RUN_BEGIN_ACTION, AgentRunBeginEvent
 from flink_agents.api.hooks import HookContext, HookPoint
+from flink_agents.api.resource import ResourceType
 from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
 from flink_agents.errors import (
     ActionError,
@@ -47,7 +55,13 @@ from flink_agents.runtime.core.failures import (
     dead_letter,
     describe_cycle,
 )
+from flink_agents.runtime.core.memory_events import (
+    MemoryEventSettings,
+    ObservedRunContext,
+    run_begin_event,
+)
 from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
+from flink_agents.runtime.governance import ModelGovernance, commit_key_tokens
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
@@ -65,6 +79,9 @@ from flink_agents.runtime.resources import ResourceCache
 from flink_agents.secrets import mask_exception, registered_masker
 
 log = logging.getLogger("flink_agents.runtime")
+
+#: Events the runtime makes for whoever wants them: no warning when no action listens.
+_FRAMEWORK_TYPES = MEMORY_EVENT_TYPES | {AgentRunBeginEvent.EVENT_TYPE}
 
 
 class AgentRunner:
@@ -84,17 +101,15 @@ class AgentRunner:
     """
 
     def __init__(self, plan: AgentPlan, *, resources: ResourceCache | None = None) -> None:
-        from flink_agents.api.core_options import AgentExecutionOptions
-
         self.plan = plan
         self.config = plan.get_config()
-        self.resources = resources or ResourceCache(plan)
+        self.metrics = SimpleMetricGroup("agent")
+        self.resources = resources or ResourceCache(plan, metrics=self.metrics)
+        self.resources.metrics = self.metrics
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.config.get(AgentExecutionOptions.NUM_ASYNC_THREADS),
             thread_name_prefix="flink-agents-call",
         )
-        self.metrics = SimpleMetricGroup("agent")
-        self.resources.metrics = self.metrics
         #: Plain counts of runs, events and actions (always kept: an integer addition per
         #: event and action); the built-in metrics read them.
         self.counts = RunCounts()
@@ -164,14 +179,43 @@ class AgentRunner:
         if self.config.get(MetricsOptions.ENABLED):
             self.agent_metrics = AgentMetrics(self.metrics, self.counts)
             self.observer = self.agent_metrics
+        #: Open a usage scope (``api/_usage.py``) around each action execution, so the
+        #: tokens embedding calls report are booked to the action: only while metrics are
+        #: counted for a plan with embedding models (the scope costs a context-variable
+        #: set and reset per action).
+        self._usage_scoped = self.agent_metrics is not None and bool(
+            plan.resource_providers.get(ResourceType.EMBEDDING_MODEL)
+        )
+        #: Token budgets and the response cache (None: neither is configured).
+        self.governance: ModelGovernance | None = (
+            ModelGovernance(self.config, self.metrics, lambda: self.resources.parallelism)
+            if ModelGovernance.configured(self.config)
+            else None
+        )
+        self._key_budget = self.governance is not None and self.governance.key_budget is not None
         #: Event listeners (None: none, and the loop skips them).
         self._listeners: tuple[EventListener, ...] | None = None
+        #: Which memory operations become memory events (None: none).
+        settings = MemoryEventSettings.from_config(self.config)
+        self.memory_event_settings: MemoryEventSettings | None = settings if settings.any else None
+        #: What the loop makes an action's context from (see :meth:`_choose_context`).
+        self._context_class: type[RunContext] = RunContext
+        #: Send an AgentRunBeginEvent at the start of each run (off by default, as upstream).
+        self._run_begin = bool(self.config.get(AgentExecutionOptions.AGENT_RUN_BEGIN_EVENT))
         for listener in _configured_listeners(self.config.get(AgentConfigOptions.EVENT_LISTENERS)):
             self.add_listener(listener)
+        self._choose_context()
 
     def add_listener(self, listener: EventListener) -> None:
         """Tell ``listener`` of every event the runs process, before their actions run."""
         self._listeners = (*(self._listeners or ()), listener)
+
+    def _choose_context(self) -> None:
+        """The class of every action's context: :class:`ObservedRunContext` while any
+        memory operation becomes an event, else the plain :class:`RunContext`, whose memory
+        path has no observation code (memory events switched off cost nothing there)."""
+        observed = self.memory_event_settings is not None
+        self._context_class = ObservedRunContext if observed else RunContext
 
     def _notify_listeners(self, run: _Run, event: Event) -> None:
         context = EventContext(
@@ -314,6 +358,8 @@ class AgentRunner:
                 )
             )
             # A runaway run keeps what it did so far, as an ignored failure goes on.
+        if self._key_budget:
+            commit_key_tokens(run)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
@@ -352,15 +398,45 @@ class AgentRunner:
         queue: deque[Event] = deque([first])
         if steps is not None:
             steps.events_sent(EventsSent(run.info, list(queue), None, None))  # type: ignore[arg-type]
+        if self._run_begin:
+            await self._begin_run(run, queue, steps)
+            return
         await self._drive(run, queue, steps)
 
-    async def _drive(self, run: _Run, queue: deque[Event], observer: RunObserver | None) -> None:
-        """Send the events of ``queue`` (and what their actions send) through the actions."""
+    async def _begin_run(self, run: _Run, queue: deque[Event], steps: RunObserver | None) -> None:
+        """Run with an :class:`AgentRunBeginEvent` first, as upstream sends it: after the
+        input event was taken up (listeners hear of the input first), before any action;
+        its actions run before the input's. Its parent is the input event, its sender the
+        virtual action ``agent_run_begin_action``."""
+        begin = run_begin_event(run.key, run.short_term)
+        if begin is None:
+            await self._drive(run, queue, steps)
+            return
+        input_event = queue[0]
+        if steps is not None:
+            steps.events_sent(EventsSent(run.info, [begin], input_event, AGENT_RUN_BEGIN_ACTION))  # type: ignore[arg-type]
+        if self._listeners is not None:
+            self._notify_listeners(run, input_event)
+        queue.appendleft(begin)
+        await self._drive(run, queue, steps, notified=input_event)
+
+    async def _drive(
+        self,
+        run: _Run,
+        queue: deque[Event],
+        observer: RunObserver | None,
+        notified: Event | None = None,
+    ) -> None:
+        """Send the events of ``queue`` (and what their actions send) through the actions
+        (listeners were told of ``notified`` already)."""
         result = run.result
         info = run.info
         actions_by_event = self._actions_by_event
         listeners = self._listeners
         conditional = self._conditional
+        context_class = self._context_class
+        observed = context_class is not RunContext
+        usage_scoped = self._usage_scoped
         watch_from = self._watch_from
         deadline = None if self._max_seconds is None else time.monotonic() + self._max_seconds
         while queue:
@@ -370,7 +446,7 @@ class AgentRunner:
                 self._watch(run, event, queue)
             if deadline is not None and time.monotonic() > deadline:
                 raise self._limit_error(run, event, queue, "max-action-time-per-run")
-            if listeners is not None:
+            if listeners is not None and event is not notified:
                 self._notify_listeners(run, event)
             if isinstance(event, OutputEvent):
                 result.outputs.append(event.output)
@@ -384,10 +460,13 @@ class AgentRunner:
             for action, function, strategy, timeout, executed in actions:
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
-                ctx = RunContext(run, action, event)
+                ctx = context_class(run, action, event)
                 marks = run.short_term.mark(), run.sensory.mark()
                 perf = time.perf_counter() if observer is not None else 0.0
                 error: Exception | None = None
+                if usage_scoped:
+                    scope: list[tuple[Any, int, int]] = []
+                    scope_token = USAGE_SCOPE.set(scope)
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -396,6 +475,8 @@ class AgentRunner:
                         else:
                             await _bounded_action(returned, timeout, action)
                     sent = ctx._sent
+                    if observed and ctx.noted:  # type: ignore[attr-defined]
+                        sent.extend(ctx.memory_events())  # type: ignore[attr-defined]
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - _failed applies the strategy
@@ -411,6 +492,10 @@ class AgentRunner:
                 finally:
                     # Counted when the execution ended (however it ended).
                     executed[0] += 1
+                    if usage_scoped:
+                        USAGE_SCOPE.reset(scope_token)
+                        if scope:
+                            self._book_usage(action.name, scope)
                 if observer is not None:
                     outcome = None if error is None else run.outcome
                     self._action_ended(observer, run, action, event, perf, error, outcome)
@@ -421,6 +506,15 @@ class AgentRunner:
                 if run.edges is not None:
                     run.edges.append((event.type, action.name, [e.type for e in sent]))
                 queue.extend(sent)
+
+    def _book_usage(self, action: str, scope: list[tuple[Any, int, int]]) -> None:
+        """Book the tokens resources reported during an action execution to it."""
+        metrics = self.agent_metrics
+        if metrics is None:
+            return
+        for resource, prompt_tokens, total_tokens in scope:
+            name = self.resources.name_of(resource) or getattr(resource, "model", None) or "?"
+            metrics.embedding_usage(action, str(name), prompt_tokens, total_tokens)
 
     def _watch(self, run: _Run, event: Event, queue: deque[Event]) -> None:
         """Near ``max-events-per-run``: note what events send; past it, end the run."""
@@ -498,6 +592,8 @@ class AgentRunner:
         )
         if await self._agent_hook(run, self.plan.hooks_at(HookPoint.AFTER_AGENT.value), after):
             run.result.outputs = list(after.outputs)
+        if self._key_budget:
+            commit_key_tokens(run)
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return run.result
@@ -546,8 +642,8 @@ class AgentRunner:
         if event.type in self._unheard:
             return
         self._unheard.add(event.type)
-        if isinstance(event, ErrorEvent):
-            return  # logged where it was raised
+        if isinstance(event, ErrorEvent) or event.type in _FRAMEWORK_TYPES:
+            return  # logged where it was raised; framework events need no listener
         if self._conditional is not None:
             # Expressions may select it for other attribute values: said once, at debug.
             log.debug("no action's trigger condition selected an event of type %r", event.type)
@@ -597,7 +693,7 @@ class AgentRunner:
                     "retrying (%d/%d in %.2fs): %s", attempt, self._max_retries, wait, error
                 )
                 await asyncio.sleep(wait)
-                ctx = RunContext(run, action, event)
+                ctx = self._context_class(run, action, event)
                 try:
                     returned = function(event, ctx)
                     if returned is not None and inspect.isawaitable(returned):
@@ -607,6 +703,8 @@ class AgentRunner:
                             await _bounded_action(returned, timeout, action)
                     run.outcome = "retried"
                     self.counts.retried += 1
+                    if isinstance(ctx, ObservedRunContext) and ctx.noted:
+                        ctx._sent.extend(ctx.memory_events())
                     return ctx._sent
                 except asyncio.CancelledError:
                     raise

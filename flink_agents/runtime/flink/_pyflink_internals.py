@@ -447,3 +447,25 @@ def task_identity(runtime_context: Any) -> tuple[str, int]:
         return runtime_context.get_task_name(), runtime_context.get_index_of_this_subtask()
     except Exception:  # noqa: BLE001 - a name for the file is all this is for
         return "agent", 0
+
+
+def placement(runtime_context: Any) -> dict[str, int]:
+    """``{"parallelism": subtasks of the operator, "subtask_index": this one's}`` (as
+    :func:`task_identity`, from ``getTaskInfo()`` first); 1 and 0 when neither answers."""
+    j_context = getattr(runtime_context, "_runtime_context", None)
+    if j_context is not None:
+        try:
+            info = j_context.getTaskInfo()
+            return {
+                "parallelism": int(info.getNumberOfParallelSubtasks()),
+                "subtask_index": int(info.getIndexOfThisSubtask()),
+            }
+        except Exception:  # noqa: BLE001 - PyFlink's accessors below
+            pass
+    try:
+        return {
+            "parallelism": int(runtime_context.get_number_of_parallel_subtasks()),
+            "subtask_index": int(runtime_context.get_index_of_this_subtask()),
+        }
+    except Exception:  # noqa: BLE001 - a unit test's fake context
+        return {"parallelism": 1, "subtask_index": 0}

@@ -145,6 +145,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         plan = AgentPlan.model_validate_json(self._plan_json).with_secrets(self._secrets)
         config = plan.get_config()
         slot = SlotRuntime(plan, cancelled=_java_interrupt_check())
+        # Connections pace at their share of job-wide limits (limit / parallelism).
+        slot.runner.resources.place(**internals.placement(runtime_context))
         # Java resources: bind the pemja bridge to this job's classloader. Must run on the
         # operator thread (pemja's findClass fails on other Python threads); a no-op in
         # process mode. Plans without Java resources do not need the bridge jar.

@@ -16,7 +16,7 @@ raise; the core does not guard them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -166,6 +166,22 @@ class RunFinished(NamedTuple):
     error: BaseException | None
 
 
+class Noted(NamedTuple):
+    """Something worth a record of its own happened in an action execution.
+
+    Attributes:
+        run: the run.
+        action: the action's name.
+        kind: what: ``"budget"`` (a spent token budget; ``runtime/governance.py``).
+        fields: JSON-like details, written into the record as they are.
+    """
+
+    run: RunInfo
+    action: str
+    kind: str
+    fields: Mapping[str, Any]
+
+
 class RunObserver:
     """Hooks of the run loop; every method is a no-op here (override what you need).
 
@@ -192,11 +208,21 @@ class RunObserver:
     def call_finished(self, call: CallFinished) -> None:
         """A durable call ended (see :class:`CallFinished`)."""
 
+    def noted(self, note: Noted) -> None:
+        """Something worth a record of its own happened (see :class:`Noted`)."""
+
     def run_finished(self, finished: RunFinished) -> None:
         """A run ended (see :class:`RunFinished`)."""
 
 
-_HOOKS = ("run_started", "events_sent", "action_finished", "call_finished", "run_finished")
+_HOOKS = (
+    "run_started",
+    "events_sent",
+    "action_finished",
+    "call_finished",
+    "noted",
+    "run_finished",
+)
 
 
 class Observers(RunObserver):
@@ -243,6 +269,8 @@ def call_target(func: Any, signature: str, resources: Any) -> tuple[str, str]:
     from flink_agents.api.tools.tool import Tool
 
     owner = getattr(func, "__self__", None)
+    if owner is None:  # a wrapper (a timeout, the response cache) of a resource's method
+        owner = getattr(getattr(func, "__wrapped__", None), "__self__", None)
     if isinstance(owner, BaseChatModelSetup):
         name = resources.name_of(owner) if resources is not None else None
         return "model", name or owner.model

@@ -15,7 +15,13 @@ publishes to Flink (``runtime/flink/metric_publisher.py``):
   ``numOfRunsOverLimit`` (runs stopped by ``max-events-per-run`` / ``max-action-time-per-run``);
 - key-value group ``action`` = action name: ``numOfActionsExecuted`` (+``PerSec``); within
   it, group ``model`` = chat model resource name: ``promptTokens``, ``completionTokens``,
-  ``retryCount``; group ``tool`` = tool name: ``numOfToolCalls``.
+  ``retryCount``; group ``model`` = embedding model resource name: ``promptTokens``,
+  ``totalTokens`` (what the provider reported, booked by the runner's usage scope);
+  group ``tool`` = tool name: ``numOfToolCalls``.
+
+Token counts are request-scoped: booked to the action whose call used them (the action
+name travels with the :class:`CallFinished` record, or the usage scope of the execution),
+never to a group a shared resource was last bound to.
 """
 
 from __future__ import annotations
@@ -100,6 +106,7 @@ class AgentMetrics(RunObserver):
         self._pending.update(0)
         self._by_model: dict[tuple[str, str], tuple[Counter, Counter, Counter]] = {}
         self._by_tool: dict[tuple[str, str], Counter] = {}
+        self._by_embedding: dict[tuple[str, str], tuple[Counter, Counter]] = {}
 
     @property
     def in_flight(self) -> int:
@@ -144,6 +151,21 @@ class AgentMetrics(RunObserver):
                 sub = self.group.get_sub_group("action", action).get_sub_group("tool", name)
                 counter = self._by_tool[(action, name)] = sub.get_counter("numOfToolCalls")
             counter.add_single_writer()
+
+    def embedding_usage(
+        self, action: str, name: str, prompt_tokens: int, total_tokens: int
+    ) -> None:
+        """Tokens an embedding call made by ``action`` with the embedding model resource
+        ``name`` used."""
+        counters = self._by_embedding.get((action, name))
+        if counters is None:
+            sub = self.group.get_sub_group("action", action).get_sub_group("model", name)
+            counters = self._by_embedding[(action, name)] = (
+                sub.get_counter("promptTokens"),
+                sub.get_counter("totalTokens"),
+            )
+        counters[0].add_single_writer(prompt_tokens)
+        counters[1].add_single_writer(total_tokens)
 
     def run_finished(self, finished: RunFinished) -> None:
         self.run_latency.update(finished.seconds * 1000.0)

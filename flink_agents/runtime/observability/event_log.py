@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from flink_agents.runtime.observability import (
     ActionFinished,
     CallFinished,
     EventsSent,
+    Noted,
     RunFinished,
     RunInfo,
     RunObserver,
@@ -423,6 +425,17 @@ class EventLogObserver(RunObserver):
                 total["prompt_tokens"] += prompt
                 total["completion_tokens"] += completion
                 total["total_tokens"] += int(usage.get("total_tokens") or prompt + completion)
+        rate = None
+        if extra and ("throttled" in extra or "wait_ms" in extra or "cached" in extra):
+            rate = {
+                k: v
+                for k, v in (
+                    ("throttled", extra.get("throttled")),
+                    ("waitMs", extra.get("wait_ms")),
+                    ("cached", extra.get("cached")),
+                )
+                if v
+            }
         run_log.count += 1
         run_log.records.extend(
             (
@@ -436,8 +449,19 @@ class EventLogObserver(RunObserver):
                 _error(call.error),
                 call.replayed,
                 genai,
+                rate or None,
             )
         )
+
+    def noted(self, note: Noted) -> None:
+        run = note.run
+        run_log = run.data.get(self._slot)
+        if run_log is None:
+            run_log = self._new_log(run)
+        elif run_log.act is not None:
+            self._flush_action(run_log)
+        run_log.count += 1
+        run_log.records.extend(("note", time.time(), note.action, note.kind, dict(note.fields)))
 
     def run_finished(self, finished: RunFinished) -> None:
         run = finished.run

@@ -42,11 +42,15 @@ log = logging.getLogger("flink_agents.event_log")
 #: - ``action``: kind, timestamp, action, event id, event type, seconds, error, outcome.
 #: - ``call``: kind, timestamp, action, call kind, name, seconds, usage, error, replayed,
 #:   GenAI details of a model call (provider, requested model, reported model, finish
-#:   reason; None for other calls).
+#:   reason; None for other calls), rate (a model call's governance: ``{"throttled": n,
+#:   "waitMs": ms, "cached": true}`` as far as any happened, else None; written as
+#:   ``"rate"`` only when present).
 #: - ``run``: kind, timestamp (the run's start), seconds, error.
+#: - ``note``: kind, timestamp, action, note kind (``"budget"``), fields (a dict): a record
+#:   of that kind with the fields (a spent token budget).
 #:
 #: Ids are JSON bytes, times ``time.time()`` values, durations seconds (written as ms).
-SIZES = {"event": 11, "action": 8, "call": 10, "run": 4}
+SIZES = {"event": 11, "action": 8, "call": 11, "run": 4, "note": 5}
 
 
 def count_records(records: list[Any]) -> int:
@@ -322,12 +326,22 @@ class _Writer:
                         )
                     )
                 elif kind == "call":
-                    _, ts, action, call_kind, call_name, seconds, usage, error, replayed, genai = (
-                        records[i : i + 10]
-                    )
+                    (
+                        _,
+                        ts,
+                        action,
+                        call_kind,
+                        call_name,
+                        seconds,
+                        usage,
+                        error,
+                        replayed,
+                        genai,
+                        rate,
+                    ) = records[i : i + 11]
                     line = (
                         b'{"record":"call",%s%s,"action":%s,"kind":%s,"name":%s,"durationMs":%s,'
-                        b'"usage":%s,"error":%s,"replayed":%s%s}'
+                        b'"usage":%s,"error":%s,"replayed":%s%s%s}'
                         % (
                             head,
                             to_json(ts),
@@ -341,7 +355,18 @@ class _Writer:
                             b"null" if error is None else self._error_json(error),
                             b"true" if replayed else b"false",
                             b"" if genai is None else self._genai(genai),
+                            b"" if rate is None else b',"rate":' + to_json(rate, fallback=str),
                         )
+                    )
+                elif kind == "note":
+                    _, ts, action, note_kind, fields = records[i : i + 5]
+                    members = to_json(fields, fallback=str)[1:-1]
+                    line = b'{"record":%s,%s%s,"action":%s%s}' % (
+                        named(note_kind),
+                        head,
+                        to_json(ts),
+                        names.get(action) or named(action),
+                        b"," + members if members else b"",
                     )
                 else:
                     _, ts, seconds, error = records[i : i + 4]

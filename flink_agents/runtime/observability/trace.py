@@ -41,6 +41,8 @@ class Call:
     response_model: str | None = None
     finish_reason: str | None = None
     response_id: str | None = None
+    #: what the connection's governor did: ``throttled`` answers, ``waitMs``, ``cached``
+    rate: dict[str, Any] | None = None
 
 
 @dataclass
@@ -74,6 +76,8 @@ class Run:
     events: list[dict[str, Any]] = field(default_factory=list)
     #: Calls made outside any action execution (by agent hooks).
     calls: list[Call] = field(default_factory=list)
+    #: budget records (a spent token budget) of the run
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens(self) -> tuple[int, int]:
@@ -225,9 +229,12 @@ def load_trace(
                         r.get("model"),
                         r.get("responseModel"),
                         r.get("finishReason"),
+                        rate=_rate_of(r.get("rate")),
                     ),
                 )
             )
+        elif kind == "budget":
+            run.notes.append(r)
         elif kind == "action":
             run.actions.append(
                 ActionRun(
@@ -315,6 +322,7 @@ def _tokens(usage: dict[str, int] | None) -> str:
 def _call_line(call: Call, indent: str) -> str:
     who = " ".join(p for p in (call.provider, call.model) if p)
     flags = " (replayed)" if call.replayed else ""
+    flags += _rate(call.rate)
     flags += f" error: {call.error}" if call.error else ""
     return (
         f"{indent}{call.kind} {call.name}{f' [{who}]' if who else ''} {_ms(call.duration_ms)}"
@@ -358,7 +366,42 @@ def render_text(runs: list[Run]) -> str:
             )
             lines.extend(_call_line(call, "    ") for call in action.calls)
         lines.extend(_call_line(call, "  ") for call in run.calls)
+        for note in run.notes:
+            lines.append(
+                f"  budget {note.get('budget')} spent: {note.get('used')} of "
+                f"{note.get('limit')} tokens ({note.get('option')}), then {note.get('then')}"
+            )
     return "\n".join(safe_text(line) for line in lines)
+
+
+def _rate_of(rate: Any) -> dict[str, Any] | None:
+    """A call record's ``rate`` when it has the shape the writer gives it (numbers and a
+    flag), else None (a file edited by hand)."""
+    if not isinstance(rate, dict):
+        return None
+    for name in ("throttled", "waitMs"):
+        value = rate.get(name)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            return None
+    return rate
+
+
+def _rate(rate: dict[str, Any] | None) -> str:
+    """`` (cached)``, `` (throttled 2x, waited 120 ms)``: what the governor did."""
+    if not rate:
+        return ""
+    if rate.get("cached"):
+        return " (cached)"
+    parts = []
+    if rate.get("throttled"):
+        parts.append(f"throttled {rate['throttled']}x")
+    if rate.get("waitMs"):
+        parts.append(f"waited {rate['waitMs']:.0f} ms")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _as_json(runs: list[Run]) -> list[dict[str, Any]]:

@@ -35,6 +35,9 @@ Amazon Bedrock's Converse (with :func:`~flink_agents.testing.servers.cloud_forma
 which recomputes a request's AWS signature) and Gemini / Vertex AI.
 :class:`~flink_agents.testing.servers.search_server.SearchServer` is an in-memory
 Elasticsearch / OpenSearch behind the part of their REST API the vector stores use.
+
+:class:`QuotaServer` is an OpenAI stand-in that enforces a quota (requests and tokens per
+minute, 429 with ``Retry-After`` beyond) and counts what it accepted and refused.
 """
 
 from flink_agents.testing.ports import free_port, held_port
@@ -51,6 +54,7 @@ from flink_agents.testing.servers.openai_server import (
     openai_embeddings_reply,
     openai_reply,
 )
+from flink_agents.testing.servers.quota_server import QuotaServer, count_tokens
 
 __all__ = [
     "AnthropicServer",
@@ -58,10 +62,12 @@ __all__ = [
     "OllamaServer",
     "OpenAIServer",
     "ProviderServer",
+    "QuotaServer",
     "Reply",
     "Request",
     "ScriptedServer",
     "anthropic_reply",
+    "count_tokens",
     "free_port",
     "held_port",
     "ollama_embeddings_reply",

@@ -42,6 +42,7 @@ from flink_agents.integrations._common import (
     snippet,
     usage,
 )
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations._throttling import anthropic_is_throttling
 from flink_agents.integrations.chat_models._messages import (
     OUTPUT_TOOL,
@@ -118,6 +119,14 @@ def to_anthropic_tool(tool: Tool) -> dict[str, Any]:
         "description": tool.metadata.description,
         "input_schema": tool.metadata.args_schema,
     }
+
+
+def anthropic_usage(data: Any) -> tuple[Any, Any] | None:
+    """``(input tokens, output tokens)`` of a Messages reply."""
+    u = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(u, dict):
+        return None
+    return u.get("input_tokens"), u.get("output_tokens")
 
 
 class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
@@ -264,12 +273,16 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
             ModelCallError: the call failed after retries (names provider, model, status).
         """
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         headers = self._extra_headers(request)
         data, attempts = self.call_with_retries(
-            lambda: self._post("/v1/messages", request, headers), model=model
+            lambda: self._post("/v1/messages", request, headers),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=anthropic_usage,
+            report=report,
         )
-        return self._parse(data, model, watch, attempts, self._forced(request))
+        return with_report(self._parse(data, model, watch, attempts, self._forced(request)), report)
 
     async def achat(
         self,
@@ -279,11 +292,18 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
     ) -> ChatMessage:
         """Asynchronous :meth:`chat` (``httpx.AsyncClient``)."""
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         data, attempts = await self.acall_with_retries(
-            self._apost, "/v1/messages", request, self._extra_headers(request), model=model
+            self._apost,
+            "/v1/messages",
+            request,
+            self._extra_headers(request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=anthropic_usage,
+            report=report,
         )
-        return self._parse(data, model, watch, attempts, self._forced(request))
+        return with_report(self._parse(data, model, watch, attempts, self._forced(request)), report)
 
     def close(self) -> None:
         """Close the HTTP clients."""

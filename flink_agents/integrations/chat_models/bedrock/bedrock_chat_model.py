@@ -34,6 +34,7 @@ from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._bedrock import BedrockClient
 from flink_agents.integrations._common import Stopwatch, snippet, usage
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations.chat_models._messages import (
     OUTPUT_TOOL,
     OUTPUT_TOOL_DESCRIPTION,
@@ -218,15 +219,43 @@ class BedrockChatModelConnection(BaseChatModelConnection, BedrockClient):
             ModelCallError: the call failed after retries (names provider, model, status).
         """
         request, model, forced = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
+        watch, report = Stopwatch(), CallReport()
         reply, attempts = self.call_with_retries(
-            lambda: self._attempt("converse", request), model=model
+            lambda: self._attempt("converse", request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=_converse_usage,
+            report=report,
         )
-        return self._parse(reply, model, forced, watch, attempts)
+        return with_report(self._parse(reply, model, forced, watch, attempts), report)
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """Asynchronous :meth:`chat`: the SDK call on a worker thread, the waits for the
+        connection's limits on the event loop."""
+        request, model, forced = self._request(messages, tools, kwargs)
+        watch, report = Stopwatch(), CallReport()
+        reply, attempts = await self.acall_in_thread_with_retries(
+            lambda: self._attempt("converse", request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=_converse_usage,
+            report=report,
+        )
+        return with_report(self._parse(reply, model, forced, watch, attempts), report)
 
     def close(self) -> None:
         """Close the client's connection pool."""
         BedrockClient.close(self)
+
+
+def _converse_usage(reply: Any) -> tuple[Any, Any] | None:
+    u = reply.get("usage") if isinstance(reply, dict) else None
+    return (u.get("inputTokens"), u.get("outputTokens")) if isinstance(u, dict) else None
 
 
 class BedrockChatModelSetup(BaseChatModelSetup):

@@ -38,6 +38,7 @@ from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import Stopwatch, snippet, usage
 from flink_agents.integrations._gemini import GeminiClient, genai_sdk
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     call_arguments,
@@ -227,13 +228,47 @@ class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
         """
         genai_sdk(type(self).__name__)
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
-        reply, attempts = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return self._parse(reply, model, watch, attempts)
+        watch, report = Stopwatch(), CallReport()
+        reply, attempts = self.call_with_retries(
+            lambda: self._attempt(request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=_gemini_usage,
+            report=report,
+        )
+        return with_report(self._parse(reply, model, watch, attempts), report)
+
+    async def achat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """Asynchronous :meth:`chat`: the SDK call on a worker thread, the waits for the
+        connection's limits on the event loop."""
+        genai_sdk(type(self).__name__)
+        request, model = self._request(messages, tools, kwargs)
+        watch, report = Stopwatch(), CallReport()
+        reply, attempts = await self.acall_in_thread_with_retries(
+            lambda: self._attempt(request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=_gemini_usage,
+            report=report,
+        )
+        return with_report(self._parse(reply, model, watch, attempts), report)
 
     def close(self) -> None:
         """Forget the SDK clients."""
         GeminiClient.close(self)
+
+
+def _gemini_usage(response: Any) -> tuple[Any, Any] | None:
+    meta = getattr(response, "usage_metadata", None)
+    if meta is None:
+        return None
+    completion = (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
+    return meta.prompt_token_count, completion
 
 
 class GeminiChatModelSetup(BaseChatModelSetup):

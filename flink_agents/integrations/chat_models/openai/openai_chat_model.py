@@ -36,6 +36,7 @@ from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import FlinkAgentsError, ModelCallError
 from flink_agents.integrations._common import Stopwatch, snippet, usage
 from flink_agents.integrations._openai import OpenAIClient
+from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     make_call,
@@ -115,6 +116,17 @@ def response_format(schema: dict[str, Any] | None, mode: StructuredOutput) -> di
         "type": "json_schema",
         "json_schema": {"name": name or "output", "schema": schema, "strict": False},
     }
+
+
+def openai_usage(reply: Any) -> tuple[Any, Any] | None:
+    """``(prompt tokens, completion tokens)`` of an SDK reply (chat or embeddings)."""
+    u = getattr(reply, "usage", None)
+    if u is None:
+        return None
+    prompt = getattr(u, "prompt_tokens", None)
+    if prompt is None:  # the Responses API
+        return getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)
+    return prompt, getattr(u, "completion_tokens", None)
 
 
 class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
@@ -310,9 +322,15 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
             ModelCallError: the call failed after retries (names provider, model, status).
         """
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
-        completion, attempts = self.call_with_retries(lambda: self._attempt(request), model=model)
-        return self._parse(completion, model, watch, attempts)
+        watch, report = Stopwatch(), CallReport()
+        completion, attempts = self.call_with_retries(
+            lambda: self._attempt(request),
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=openai_usage,
+            report=report,
+        )
+        return with_report(self._parse(completion, model, watch, attempts), report)
 
     async def achat(
         self,
@@ -322,9 +340,16 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
     ) -> ChatMessage:
         """Asynchronous :meth:`chat` (``openai.AsyncOpenAI``)."""
         request, model = self._request(messages, tools, kwargs)
-        watch = Stopwatch()
-        completion, attempts = await self.acall_with_retries(self._aattempt, request, model=model)
-        return self._parse(completion, model, watch, attempts)
+        watch, report = Stopwatch(), CallReport()
+        completion, attempts = await self.acall_with_retries(
+            self._aattempt,
+            request,
+            model=model,
+            tokens=estimate_prompt_tokens(messages, tools),
+            usage_of=openai_usage,
+            report=report,
+        )
+        return with_report(self._parse(completion, model, watch, attempts), report)
 
     def close(self) -> None:
         """Close the HTTP clients (``Resource.close`` would otherwise shadow the client's)."""
