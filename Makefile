@@ -22,7 +22,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -e ".[dev,flink,chroma,mem0,providers,test-stores]" "apache-flink==$(FLINK_NEWEST)"
+	$(PY) -m pip install -e ".[dev,flink,chroma,mem0,otel,providers,test-stores]" "apache-flink==$(FLINK_NEWEST)"
 	touch $(STAMP)
 
 ## The test command (README, Getting started).

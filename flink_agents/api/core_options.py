@@ -25,6 +25,7 @@ import importlib
 import logging
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
@@ -266,17 +267,26 @@ class ConfigOption(Generic[_T]):
             typed = self.parse(value)
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(
-                f"invalid value {value!r} for option {self.key!r}: {exc}. {self.description}"
+                f"invalid value {_shown(value)} for option {self.key!r}: {exc}. {self.description}"
             ) from None
         problem = self.check(typed) if self.check else None
         if problem:
             raise ConfigurationError(
-                f"invalid value {value!r} for option {self.key!r}: {problem}. {self.description}"
+                f"invalid value {_shown(value)} for option {self.key!r}: {problem}. "
+                f"{self.description}"
             )
         return typed
 
     def __repr__(self) -> str:
         return f"ConfigOption({self.key!r}, default={self.default!r})"
+
+
+_URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]*):([^/\s@]+)@")
+
+
+def _shown(value: Any) -> str:
+    """A rejected value as an error shows it: a URL's password masked."""
+    return _URL_PASSWORD.sub(r"\1:***@", repr(value))
 
 
 def _register(option: ConfigOption[Any]) -> None:

@@ -128,7 +128,7 @@ class BedrockClient(ModelClientSettings):
         where = self.endpoint_url or f"bedrock-runtime in {self._region()}"
         if isinstance(exc, (bx.ReadTimeoutError, bx.ConnectTimeoutError)):
             return CallFailure(
-                f"no reply from {where} within {self.timeout}s",
+                f"no reply from {where} within {self.timeout:g}s",
                 retryable=True,
                 timed_out=self.timeout,
             )

@@ -681,7 +681,7 @@ class HttpJsonClient(ModelClientSettings):
         url = f"{self._base_url().rstrip('/')}{path}"
         if isinstance(exc, httpx.TimeoutException):
             return CallFailure(
-                f"no reply from {url} within {self.timeout}s",
+                f"no reply from {url} within {self.timeout:g}s",
                 retryable=True,
                 timed_out=self.timeout,
             )

@@ -114,7 +114,7 @@ class DashScopeClient(ModelClientSettings):
         name = type(exc).__name__
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in name:
             return CallFailure(
-                f"no reply from {where} within {self._seconds()}s",
+                f"no reply from {where} within {self._seconds():g}s",
                 retryable=True,
                 timed_out=self._seconds(),
             )

@@ -141,7 +141,7 @@ class GeminiClient(ModelClientSettings):
         name = type(exc).__name__
         if "Timeout" in name:
             return CallFailure(
-                f"no reply from {self._where()} within {self.timeout}s",
+                f"no reply from {self._where()} within {self.timeout:g}s",
                 retryable=True,
                 timed_out=self.timeout,
             )

@@ -97,7 +97,7 @@ class OpenAIClient(ModelClientSettings):
     def _failure(self, exc: Exception) -> CallFailure:
         if isinstance(exc, openai.APITimeoutError):
             return CallFailure(
-                f"no reply within {self.timeout}s", retryable=True, timed_out=self.timeout
+                f"no reply within {self.timeout:g}s", retryable=True, timed_out=self.timeout
             )
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc

@@ -25,6 +25,20 @@ PUBLIC = {
         "react_start_action",
         "react_stop_action",
     },
+    "flink_agents.api.agents.rag_agent": {
+        "RAGAgent",
+        "cited_numbers",
+        "rag_answer_action",
+        "rag_retrieve_action",
+    },
+    "flink_agents.api.agents.rag_ingestion": {
+        "DocumentIngestionAgent",
+        "DocumentKey",
+        "content_id",
+        "document_of",
+        "ingest_document_action",
+        "ingest_documents",
+    },
     "flink_agents.api.agents.text_react": {
         "ReActStep",
         "match_tool",

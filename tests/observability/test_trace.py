@@ -42,11 +42,11 @@ def test_tree_shows_actions_calls_durations_and_tokens(
         "  ask on _input_event",
         "  note_audit on audit",
         "  chat_model_action on _chat_request_event",
-        "    model model",
+        "    model model [scripted]",
         "  tool_call_action on _tool_request_event",
         "    tool lookup",
         "  chat_model_action on _tool_response_event",
-        "    model model",
+        "    model model [scripted]",
         "  answer on _chat_response_event",
     ]
     assert lines[4].endswith("tokens 10+2") and lines[8].endswith("tokens 20+5")

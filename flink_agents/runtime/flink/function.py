@@ -41,6 +41,7 @@ from flink_agents.runtime.flink.output import (
 from flink_agents.runtime.flink.slot import Item, KeyWork, SlotRuntime
 from flink_agents.runtime.flink.state import KeyedState
 from flink_agents.runtime.observability.event_log import attach_event_log
+from flink_agents.runtime.observability.otel_options import attach_otel
 from flink_agents.runtime.sequencing import (
     JOINED,
     STARTED,
@@ -194,13 +195,9 @@ class AgentProcessFunction(KeyedProcessFunction):
                 runner.metrics, group(), interval if jvm else 0, gauges_by_value=jvm
             )
         task, subtask = internals.task_identity(runtime_context)
-        attach_event_log(
-            runner,
-            job_id=internals.flink_job_id(runtime_context) or self.job_id,
-            task_name=task,
-            subtask=subtask,
-            flink=True,
-        )
+        job_id = internals.flink_job_id(runtime_context) or self.job_id
+        attach_event_log(runner, job_id=job_id, task_name=task, subtask=subtask, flink=True)
+        attach_otel(runner, job_id=job_id, task_name=task, subtask=subtask)
 
     def bind(
         self,

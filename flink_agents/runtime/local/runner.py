@@ -47,6 +47,7 @@ from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.approval import PausedRun, drop_response
 from flink_agents.runtime.core import AgentRunner, RunResult
 from flink_agents.runtime.observability.event_log import attach_event_log
+from flink_agents.runtime.observability.otel_options import attach_otel
 from flink_agents.runtime.sequencing import (
     JOINED,
     STARTED,
@@ -81,9 +82,9 @@ class LocalRunner:
     def __init__(self, plan: AgentPlan) -> None:
         self.plan = plan
         self.runner = AgentRunner(plan)
-        attach_event_log(
-            self.runner, job_id=f"local-{uuid.uuid4().hex[:12]}", task_name="local", subtask=0
-        )
+        job_id = f"local-{uuid.uuid4().hex[:12]}"
+        attach_event_log(self.runner, job_id=job_id, task_name="local", subtask=0)
+        attach_otel(self.runner, job_id=job_id, task_name="local", subtask=0)
         self.memory: dict[Any, dict[str, Any]] = {}
         config = plan.get_config()
         self._max_in_flight = config.get(AgentExecutionOptions.MAX_IN_FLIGHT)

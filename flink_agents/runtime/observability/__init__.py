@@ -248,8 +248,15 @@ def _fan_out(hooks: tuple[Callable[[Any], None], ...], record: Any) -> None:
 
 
 def combine(observers: Sequence[RunObserver | None]) -> RunObserver | None:
-    """One observer for the given ones (None entries skipped): None, the one, or a fan-out."""
-    present = [o for o in observers if o is not None]
+    """One observer for the given ones (None entries skipped): None, the one, or a fan-out.
+    A fan-out among them is flattened: its hooks are set on the instance, so an outer
+    fan-out would not see them as overridden."""
+    present: list[RunObserver] = []
+    for o in observers:
+        if isinstance(o, Observers):
+            present.extend(o.observers)
+        elif o is not None:
+            present.append(o)
     if not present:
         return None
     return present[0] if len(present) == 1 else Observers(present)

@@ -63,6 +63,11 @@ from flink_agents.runtime.observability.event_log_writer import (
     count_records,
     uuid_id_of,
 )
+from flink_agents.runtime.observability.genai import (
+    ModelIdentity,
+    model_identity,
+    reply_details,
+)
 
 if TYPE_CHECKING:
     from flink_agents.runtime.observability.event_log_process import ProcessWriter
@@ -154,6 +159,8 @@ class EventLogObserver(RunObserver):
         ids: fields added to every record (``jobId``, ``subtask``).
         writer: ``thread`` or ``process``; by default what ``event-log.writer`` says for
             the local environment (see ``event_log_options.writer_kind``).
+        resources: the runner's resource cache: model call records name the provider and
+            the requested model (``genai.py``).
     """
 
     def __init__(
@@ -164,8 +171,12 @@ class EventLogObserver(RunObserver):
         metrics: SimpleMetricGroup,
         ids: Mapping[str, Any],
         writer: str | None = None,
+        resources: Any = None,
     ) -> None:
         self.config = config
+        #: The runner's resources (a model call's provider and model: ``genai.py``).
+        self._resources = resources
+        self._models: dict[str, ModelIdentity] = {}
         self.default_level = config.get(EventLogOptions.LEVEL)
         self._levels: dict[str, str] = {}
         self._max = config.get(EventLogOptions.QUEUE_SIZE)
@@ -385,8 +396,20 @@ class EventLogObserver(RunObserver):
             run_log = self._new_log(run)
         elif run_log.act is not None:
             self._flush_action(run_log)
-        usage = None
-        extra = getattr(call.result, "extra_args", None) if kind == "model" else None
+        usage = genai = None
+        extra = None
+        if kind == "model":
+            extra = getattr(call.result, "extra_args", None)
+            identity = self._models.get(call.name)
+            if identity is None:
+                identity = self._models[call.name] = model_identity(self._resources, call.name)
+            reply = reply_details(call.result) if extra else None
+            genai = (
+                identity.provider,
+                identity.model,
+                reply.model if reply is not None else None,
+                reply.finish_reason if reply is not None else None,
+            )
         if extra:
             usage = extra.get("usage")
             if usage:
@@ -425,6 +448,7 @@ class EventLogObserver(RunObserver):
                 usage,
                 _error(call.error),
                 call.replayed,
+                genai,
                 rate or None,
             )
         )
@@ -500,6 +524,7 @@ def attach_event_log(
         runner.metrics,
         {"jobId": str(job_id), "subtask": subtask},
         writer_kind(config, flink=flink),
+        resources=runner.resources,
     )
     runner.add_observer(observer, observer.close)
     return observer

@@ -41,14 +41,16 @@ log = logging.getLogger("flink_agents.event_log")
 #:   the execution that sent it (None for the input).
 #: - ``action``: kind, timestamp, action, event id, event type, seconds, error, outcome.
 #: - ``call``: kind, timestamp, action, call kind, name, seconds, usage, error, replayed,
-#:   rate (a model call's governance: ``{"throttled": n, "waitMs": ms, "cached": true}``
-#:   as far as any happened, else None; written as ``"rate"`` only when present).
+#:   GenAI details of a model call (provider, requested model, reported model, finish
+#:   reason; None for other calls), rate (a model call's governance: ``{"throttled": n,
+#:   "waitMs": ms, "cached": true}`` as far as any happened, else None; written as
+#:   ``"rate"`` only when present).
 #: - ``run``: kind, timestamp (the run's start), seconds, error.
 #: - ``note``: kind, timestamp, action, note kind (``"budget"``), fields (a dict): a record
 #:   of that kind with the fields (a spent token budget).
 #:
 #: Ids are JSON bytes, times ``time.time()`` values, durations seconds (written as ms).
-SIZES = {"event": 11, "action": 8, "call": 10, "run": 4, "note": 5}
+SIZES = {"event": 11, "action": 8, "call": 11, "run": 4, "note": 5}
 
 
 def count_records(records: list[Any]) -> int:
@@ -324,12 +326,22 @@ class _Writer:
                         )
                     )
                 elif kind == "call":
-                    (_, ts, action, call_kind, call_name, seconds, usage, error, replayed, rate) = (
-                        records[i : i + 10]
-                    )
+                    (
+                        _,
+                        ts,
+                        action,
+                        call_kind,
+                        call_name,
+                        seconds,
+                        usage,
+                        error,
+                        replayed,
+                        genai,
+                        rate,
+                    ) = records[i : i + 11]
                     line = (
                         b'{"record":"call",%s%s,"action":%s,"kind":%s,"name":%s,"durationMs":%s,'
-                        b'"usage":%s,"error":%s,"replayed":%s%s}'
+                        b'"usage":%s,"error":%s,"replayed":%s%s%s}'
                         % (
                             head,
                             to_json(ts),
@@ -342,6 +354,7 @@ class _Writer:
                             else to_json(usage, fallback=str, inf_nan_mode="null"),
                             b"null" if error is None else self._error_json(error),
                             b"true" if replayed else b"false",
+                            b"" if genai is None else self._genai(genai),
                             b"" if rate is None else b',"rate":' + to_json(rate, fallback=str),
                         )
                     )
@@ -367,6 +380,26 @@ class _Writer:
                 out.append(line)
             except Exception as exc:  # noqa: BLE001 - a bad record must not stop the log
                 out.append(self._error_line(exc))
+
+    def _genai(self, genai: tuple[Any, ...]) -> bytes:
+        """A model call's ``provider``, ``model`` (requested), ``responseModel`` and
+        ``finishReason`` fields (with a comma before; those unknown left out)."""
+        provider, model, response_model, reason = genai
+        parts = [
+            b',"%s":%s' % (name, to_json(self._clean_text(value)))
+            for name, value in (
+                (b"provider", provider),
+                (b"model", model),
+                (b"responseModel", response_model),
+                (b"finishReason", reason),
+            )
+            if isinstance(value, str)
+        ]
+        return b"".join(parts)
+
+    def _clean_text(self, text: str) -> str:
+        masked: str = redact(text, self.secrets) if self.secrets else text
+        return masked
 
     def _head(self, key: Any, run_id: str) -> bytes:
         """What every record of a run starts with after its ``record`` field (made once per

@@ -26,7 +26,8 @@ from flink_agents.errors import UsageError
 
 @dataclass
 class Call:
-    """A model, tool or other durable call."""
+    """A model, tool or other durable call (a model call's provider and models are known
+    when the log has them: see ``genai.py``)."""
 
     kind: str
     name: str
@@ -35,6 +36,11 @@ class Call:
     usage: dict[str, int] | None = None
     error: str | None = None
     replayed: bool = False
+    provider: str | None = None
+    model: str | None = None
+    response_model: str | None = None
+    finish_reason: str | None = None
+    response_id: str | None = None
     #: what the connection's governor did: ``throttled`` answers, ``waitMs``, ``cached``
     rate: dict[str, Any] | None = None
 
@@ -68,6 +74,8 @@ class Run:
     subtask: Any = None
     actions: list[ActionRun] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: Calls made outside any action execution (by agent hooks).
+    calls: list[Call] = field(default_factory=list)
     #: budget records (a spent token budget) of the run
     notes: list[dict[str, Any]] = field(default_factory=list)
 
@@ -75,11 +83,10 @@ class Run:
     def tokens(self) -> tuple[int, int]:
         """``(prompt, completion)`` tokens of its model calls."""
         prompt = completion = 0
-        for action in self.actions:
-            for call in action.calls:
-                if call.usage:
-                    prompt += int(call.usage.get("prompt_tokens") or 0)
-                    completion += int(call.usage.get("completion_tokens") or 0)
+        for call in [c for a in self.actions for c in a.calls] + self.calls:
+            if call.usage:
+                prompt += int(call.usage.get("prompt_tokens") or 0)
+                completion += int(call.usage.get("completion_tokens") or 0)
         return prompt, completion
 
 
@@ -218,7 +225,11 @@ def load_trace(
                         r.get("usage"),
                         _text_or_none(r.get("error")),
                         bool(r.get("replayed")),
-                        _rate_of(r.get("rate")),
+                        r.get("provider"),
+                        r.get("model"),
+                        r.get("responseModel"),
+                        r.get("finishReason"),
+                        rate=_rate_of(r.get("rate")),
                     ),
                 )
             )
@@ -246,8 +257,7 @@ def load_trace(
         run.actions.sort(key=lambda a: a.start)
         for action_name, call in calls.get(run_id, []):
             owner = _owner(run.actions, action_name, call.start)
-            if owner is not None:
-                owner.calls.append(call)
+            (owner.calls if owner is not None else run.calls).append(call)
         by_trigger = {(a.event_id, a.name): a for a in run.actions}
         for event in run.events:
             parent, sender = str(event.get("parentEventId")), str(event.get("action"))
@@ -309,6 +319,17 @@ def _tokens(usage: dict[str, int] | None) -> str:
     return f" tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}"
 
 
+def _call_line(call: Call, indent: str) -> str:
+    who = " ".join(p for p in (call.provider, call.model) if p)
+    flags = " (replayed)" if call.replayed else ""
+    flags += _rate(call.rate)
+    flags += f" error: {call.error}" if call.error else ""
+    return (
+        f"{indent}{call.kind} {call.name}{f' [{who}]' if who else ''} {_ms(call.duration_ms)}"
+        f"{_tokens(call.usage)}{flags}"
+    )
+
+
 # C0 and C1 control characters, DEL, and the bidirectional overrides and isolates (which
 # reorder what a terminal shows): written as escapes.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -343,14 +364,8 @@ def render_text(runs: list[Run]) -> str:
             lines.append(
                 f"  {action.name} on {action.event_type} {_ms(action.duration_ms)}{status}{sent}"
             )
-            for call in action.calls:
-                flags = " (replayed)" if call.replayed else ""
-                flags += _rate(call.rate)
-                flags += f" error: {call.error}" if call.error else ""
-                lines.append(
-                    f"    {call.kind} {call.name} {_ms(call.duration_ms)}"
-                    f"{_tokens(call.usage)}{flags}"
-                )
+            lines.extend(_call_line(call, "    ") for call in action.calls)
+        lines.extend(_call_line(call, "  ") for call in run.calls)
         for note in run.notes:
             lines.append(
                 f"  budget {note.get('budget')} spent: {note.get('used')} of "
