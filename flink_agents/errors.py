@@ -21,6 +21,10 @@
  |    |    +-- InterceptorError  a model or tool interceptor raised (carries its name)
  |    |    +-- HookError         a hook raised (carries its name and point)
  |    |    +-- InputSchemaError  an input does not match the agent's input schema
+     |    +-- InputRecordError       an input record cannot become an input event (not JSON
+     |                               serializable, nested too deeply)
+     |    +-- RunLimitError          a run sent more events than max-events-per-run, or its
+     |                               actions took longer than max-action-time-per-run
      |    +-- ResourceError          a resource could not be found or created
      |    |    +-- VectorStoreError  a vector store rejected a request (unknown collection,
      |    |                          dimension mismatch, bad filter, missing id)
@@ -48,7 +52,9 @@
           +-- CommandFailure         invoked rightly, but the work failed: exit code 1
 
 Every error pickles (Flink pickles exceptions between the Python worker and the JVM), so
-all extra attributes are passed through ``__reduce__``.
+all extra attributes are passed through ``__reduce__``. Messages are masked when an error is
+made: the secret rule (URL credentials, ``api_key=...``) and every secret value registered
+in the process (the plans' secrets; ``flink_agents/secrets.py``).
 """
 
 from __future__ import annotations
@@ -58,9 +64,18 @@ from typing import Any
 
 from pydantic_core import ValidationError
 
+from flink_agents.secrets import registered_masker
+
+
+def _masked(text: str) -> str:
+    return registered_masker().mask(text)
+
 
 class FlinkAgentsError(Exception):
     """Root of every error raised by flink-agents."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(_masked(a) if isinstance(a, str) else a for a in args))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.args, self.__dict__.copy()))
@@ -302,7 +317,7 @@ class RuntimeFailure(FlinkAgentsError):
         action: str | None = None,
         event_id: str | None = None,
     ) -> None:
-        self.message = message
+        self.message = _masked(message)
         self.key = key
         self.action = action
         self.event_id = event_id
@@ -373,6 +388,33 @@ class InputSchemaError(ActionError):
     """
 
     retryable = False
+
+
+class InputRecordError(RuntimeFailure):
+    """An input record cannot become the run's input event: it cannot be written as JSON
+    (an object JSON cannot hold, nesting deeper than JSON allows). A poison record: it
+    fails the same way every time, so it is never retried; under ``ignore`` it gives an
+    error event, under ``dead-letter`` a dead letter, under ``fail``/``retry`` this error.
+    """
+
+    retryable = False
+
+
+class RunLimitError(RuntimeFailure):
+    """A run exceeded ``max-events-per-run`` or ``max-action-time-per-run``: its actions
+    probably keep sending each other events (the message names the cycle's event types).
+    Never retried.
+
+    Attributes:
+        event_types: the event types of the cycle (or of the last events), most frequent
+            first.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, event_types: list[str] | None = None, **location: Any):
+        self.event_types = list(event_types or [])
+        super().__init__(message, **location)
 
 
 class ResourceError(RuntimeFailure):

@@ -1,27 +1,24 @@
-"""Which configuration keys name a secret: the plan's redaction rule, in a module of its own.
+"""The earlier home of the secret-name rule, kept for code that imports it.
 
-The plan (``plan/agent_plan.py``) masks string values under such keys; the event log's
-writer (``runtime/observability/event_log_writer.py``) looks for the same keys in payloads.
-A module with no imports of ours, so the event log's writer process, which needs only this
-rule, does not import the plan (and pydantic's models with it) at every start.
+The rule is :mod:`flink_agents.secrets` (``is_secret_name``, ``mask``, ``Masker``); this
+module only forwards to it: ``SECRET_NAME.search(name)`` is truthy exactly when
+``is_secret_name(name)`` is true.
 """
 
 from __future__ import annotations
 
-import re
+from flink_agents.secrets import SECRET_WORDS, is_secret_name
 
-#: What a secret-like key ends with (then an optional ``s``), compared case-insensitively;
-#: plain words, so the event log's scan can look for them as substrings (no pattern).
-SECRET_WORDS = (
-    "apikey",
-    "api_key",
-    "secret",
-    "secret_access_key",  # AWS (aws_secret_access_key)
-    "password",
-    "passwd",
-    "token",
-    "credential",
-    "authorization",
-)
-#: A key whose string value is a secret.
-SECRET_NAME = re.compile(f"({'|'.join(SECRET_WORDS)})s?$", re.I)
+__all__ = ["SECRET_NAME", "SECRET_WORDS"]
+
+
+class _SecretNameRule:
+    """``search(name)``: True when ``name`` is a secret name, else None (as a pattern's
+    ``search`` is truthy on a match)."""
+
+    def search(self, name: str) -> bool | None:
+        return True if is_secret_name(name) else None
+
+
+#: The rule as an object with a pattern's ``search``.
+SECRET_NAME = _SecretNameRule()

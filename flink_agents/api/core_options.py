@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
@@ -42,11 +43,15 @@ class ErrorHandlingStrategy(str, Enum):
     FAIL: raise; on Flink the job fails (and restarts under its restart strategy).
     RETRY: run the action again, up to ``max-retries`` times with exponential backoff, then fail.
     IGNORE: log the error, send an :class:`~flink_agents.api.events.event.ErrorEvent`, and go on.
+    DEAD_LETTER: end the run at once, commit nothing of it, and emit a
+        :class:`~flink_agents.api.dead_letter.DeadLetter` (the Flink operator's side output,
+        the local environment's list): the job neither fails nor drops the record silently.
     """
 
     FAIL = "fail"
     RETRY = "retry"
     IGNORE = "ignore"
+    DEAD_LETTER = "dead-letter"
 
 
 class ShortTermMemoryTtlUpdate(str, Enum):
@@ -86,9 +91,12 @@ def _to_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a number")
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise ValueError("expected a number (seconds)") from None
+    if not math.isfinite(number):
+        raise ValueError("expected a finite number (no NaN or infinity)")
+    return number
 
 
 def _to_int(value: Any) -> int:
@@ -376,7 +384,7 @@ class AgentExecutionOptions:
         key="error-handling-strategy",
         config_type=ErrorHandlingStrategy,
         default=ErrorHandlingStrategy.FAIL,
-        description="One of fail, retry, ignore.",
+        description="One of fail, retry, ignore, dead-letter.",
     )
     MAX_RETRIES: ConfigOption[int] = ConfigOption(
         key="max-retries",
@@ -397,6 +405,32 @@ class AgentExecutionOptions:
         config_type=int,
         default=32,
         description="Worker threads per slot for blocking calls (sync model clients, tools).",
+        check=_positive,
+    )
+    MAX_EVENTS_PER_RUN: ConfigOption[int] = ConfigOption(
+        key="max-events-per-run",
+        config_type=int,
+        default=1000,
+        description="Events one run may process (the input included); a run that sends more "
+        "(actions that keep sending each other events) ends under the error strategy with "
+        "an error naming the event types of the cycle.",
+        check=_positive,
+    )
+    MAX_ACTION_TIME_PER_RUN: ConfigOption[float] = ConfigOption(
+        key="max-action-time-per-run",
+        config_type=float,
+        default=3600.0,
+        description="Seconds one run's actions may take together (0: no limit), checked "
+        "between events (one action is bounded by its timeout); past it the run ends under "
+        "the error strategy.",
+        check=_non_negative,
+    )
+    DEAD_LETTER_MAX_CHARS: ConfigOption[int] = ConfigOption(
+        key="dead-letter.max-chars",
+        config_type=int,
+        default=4096,
+        description="Characters kept of a dead letter's record repr and reason (longer texts "
+        "are cut and marked).",
         check=_positive,
     )
     MAX_IN_FLIGHT: ConfigOption[int] = ConfigOption(
@@ -630,12 +664,14 @@ class AgentConfigOptions:
         config_type=int,
         default=64,
         no_effect=_ACTION_STORE,
+        check=_positive,
     )
     KAFKA_ACTION_STATE_TOPIC_REPLICATION_FACTOR: ConfigOption[int] = ConfigOption(
         key="kafkaActionStateTopicReplicationFactor",
         config_type=int,
         default=1,
         no_effect=_ACTION_STORE,
+        check=_positive,
     )
     FLUSS_BOOTSTRAP_SERVERS: ConfigOption[str] = ConfigOption(
         key="flussBootstrapServers",
@@ -657,6 +693,7 @@ class AgentConfigOptions:
         config_type=int,
         default=64,
         no_effect=_ACTION_STORE,
+        check=_positive,
     )
 
 
@@ -745,6 +782,15 @@ class AgentConfiguration:
 
     @staticmethod
     def _check_free_key(key: str) -> None:
+        # Keys match exactly, as Flink's: an option key in other case (MAX-RETRIES) or
+        # spelling (max_retries) is a mistake, not a key of the user's.
+        folded = key.lower().replace("_", "-")
+        same = [k for k in _OPTIONS if k.lower().replace("_", "-") == folded]
+        if same:
+            raise ConfigurationError(
+                f"unknown config option {key!r}: did you mean {same[0]!r}? (option keys "
+                "match exactly, case and separators included)"
+            )
         close = difflib.get_close_matches(key, list(_OPTIONS), n=1, cutoff=0.8)
         if close:
             raise ConfigurationError(

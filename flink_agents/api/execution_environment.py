@@ -51,6 +51,14 @@ class AgentBuilder(ABC):
         """Outputs as a Table with ``schema`` (Flink environment)."""
         raise NotImplementedError("to_table() needs the Flink environment")
 
+    def dead_letters(self) -> Any:
+        """The runs set aside (:class:`~flink_agents.api.dead_letter.DeadLetter`: with
+        ``error-handling-strategy: dead-letter``, and records that cannot become an input
+        event): a list filled by ``execute()`` (local environment), or the agent operator's
+        side output as a DataStream (Flink; call ``to_datastream()`` first to choose its
+        arguments)."""
+        raise NotImplementedError("this environment keeps no dead letters")
+
 
 #: Entry point group naming the environment classes (``local``, ``flink``): the API does not
 #: import the runtime that implements them (see pyproject.toml).

@@ -86,6 +86,14 @@ class Resource(BaseModel, ABC):
     def close(self) -> None:
         """Release what the resource holds (connections, processes). Called once."""
 
+    def __repr_args__(self) -> Any:
+        # Secrets never reach a repr: fields named like one, SecretStr values, URL
+        # credentials and known secret values (flink_agents/secrets.py).
+        from flink_agents.secrets import masked_field
+
+        for name, value in super().__repr_args__():
+            yield name, masked_field(name, value) if name is not None else value
+
     def _lookup(self, name: str, rtype: ResourceType) -> Any:
         if self.get_resource is None:
             from flink_agents.errors import ResourceError

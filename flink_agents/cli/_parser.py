@@ -55,7 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent_options(run)
     run.add_argument("--input", "-i", required=True, help="JSONL input, one record a line")
-    run.add_argument("--output", "-o", required=True, help="JSONL output file")
+    run.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        help='JSONL output file: {"key", "output"} a line, strict JSON (NaN and infinities '
+        "written as null)",
+    )
     run.add_argument("--key-field", help="record field holding the key (default: line number)")
     run.add_argument("--batch-size", type=int, default=64, help="records per batch (64)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")

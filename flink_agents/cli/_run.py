@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,16 +95,20 @@ def read_jsonl(path: str, key_field: str | None) -> list[InputRecord]:
 
 
 def to_json_value(value: Any) -> Any:
-    """``value`` in a JSON-serializable form (pydantic models dumped, Rows as dicts)."""
+    """``value`` in a strict JSON form: pydantic models dumped, Rows as dicts, NaN and
+    infinities as null (JSON has no such numbers; ``json.loads`` in other languages
+    rejects them), anything else as its text."""
     from pydantic import BaseModel
 
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return to_json_value(value.model_dump(mode="json"))
     if isinstance(value, dict):
         return {str(k): to_json_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json_value(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int, bool)):
         return value
     as_dict = getattr(value, "as_dict", None)
     if callable(as_dict):  # a pyflink Row
@@ -168,8 +173,9 @@ def cmd_run(args: argparse.Namespace) -> None:
                     ) from exc
                 for result in results:
                     for out in result.outputs:
-                        line = {"key": result.key, "output": to_json_value(out)}
-                        out_fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        line = {"key": to_json_value(result.key), "output": to_json_value(out)}
+                        text = json.dumps(line, ensure_ascii=False, allow_nan=False)
+                        out_fh.write(text + "\n")
                         written += 1
                 out_fh.flush()
                 done += len(batch)

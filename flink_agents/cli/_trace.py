@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from flink_agents.errors import UsageError
-from flink_agents.runtime.observability.trace import load_runs, render_html, render_text
+from flink_agents.runtime.observability.trace import load_trace, render_html, render_text
 
 
 def add_parser(
@@ -27,8 +27,15 @@ def add_parser(
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
-    """Print the runs as trees; with ``--html``, write the timeline page."""
-    runs = load_runs(args.log_dir, key=args.key)
+    """Print the runs as trees; with ``--html``, write the timeline page. Lines of the log
+    that are not records are skipped; how many is said on stderr."""
+    runs, stats = load_trace(args.log_dir, key=args.key)
+    if stats.skipped:
+        print(
+            f"skipped {stats.skipped} of {stats.lines} lines ({stats.not_json} not JSON, "
+            f"{stats.bad_records} not event log records)",
+            file=sys.stderr,
+        )
     if not runs:
         raise UsageError(
             f"no runs{f' of key {args.key!r}' if args.key else ''} in {args.log_dir!r}"

@@ -50,6 +50,7 @@ from flink_agents.api.timeouts import (
     await_within,
 )
 from flink_agents.errors import ModelCallError, ModelCallTimeoutError
+from flink_agents.secrets import mask, registered_masker
 
 log = logging.getLogger("flink_agents.integrations")
 
@@ -114,11 +115,9 @@ def parse_retry_after(headers: Any) -> float | None:
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every secret replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every secret replaced by ``***``: these, the registered ones (the
+    plans') and what the secret rule finds in text (``flink_agents/secrets.py``)."""
+    return registered_masker().mask(mask(text, [s for s in secrets if s]))
 
 
 def snippet(text: str, limit: int = 300) -> str:

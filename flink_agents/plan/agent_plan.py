@@ -5,9 +5,11 @@ The plan holds actions (function references + the event types they listen to + c
 instance). :meth:`AgentPlan.from_agent` validates the agent and raises one
 :class:`~flink_agents.errors.PlanValidationError` that lists every problem with a hint.
 
-Secrets (arguments named like ``api_key``, ``password``, ``token``, ``secret``) never appear
-in the JSON: they are replaced by a marker and kept in a private side table that the hosts
-carry next to the plan.
+Secrets (what the secret rule of ``flink_agents/secrets.py`` finds in resource arguments,
+the agent configuration and action configuration: ``api_key``, ``X-Api-Key`` headers,
+``SecretStr`` values, URL credentials...) never appear in the JSON: they are replaced by a
+marker and kept in a private side table that the hosts carry next to the plan
+(``plan/redaction.py``).
 """
 
 from __future__ import annotations
@@ -57,42 +59,22 @@ from flink_agents.api.resource import (
 from flink_agents.api.tools.function_tool import FunctionTool
 from flink_agents.api.trigger_conditions import classify, compile_condition
 from flink_agents.errors import PlanValidationError, TriggerConditionError
-from flink_agents.secret_names import SECRET_NAME
+from flink_agents.plan.redaction import (
+    SECRET_MARKER,
+    has_secret_str,
+    is_marker,
+    redact,
+    restore_secrets,
+)
+from flink_agents.secrets import register_secrets, secret_str_value
 
 log = logging.getLogger(__name__)
 
-SECRET_MARKER = "__flink_agents_secret__"
 MODEL_MARKER = "__pydantic_model__"
 FUNCTION_MARKER = "__function__"
 
 
-def _redact(value: Any, where: str, secrets: dict[str, Any]) -> Any:
-    """``value`` (JSON form) with every string under a secret-like key replaced by a marker;
-    the values go into ``secrets``. Nested dicts (headers, options) are searched too."""
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            path = f"{where}/{key}"
-            if isinstance(key, str) and SECRET_NAME.search(key) and isinstance(item, str) and item:
-                secrets[path] = item
-                out[key] = {SECRET_MARKER: path}
-            else:
-                out[key] = _redact(item, path, secrets)
-        return out
-    if isinstance(value, list):
-        return [_redact(item, f"{where}/{i}", secrets) for i, item in enumerate(value)]
-    return value
-
-
-def restore_secrets(value: Any, secrets: Mapping[str, Any]) -> Any:
-    """Inverse of the redaction: markers replaced by the secret values."""
-    if isinstance(value, dict):
-        if SECRET_MARKER in value and len(value) == 1:
-            return secrets.get(value[SECRET_MARKER])
-        return {k: restore_secrets(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [restore_secrets(v, secrets) for v in value]
-    return value
+__all__ = ["SECRET_MARKER", "restore_secrets"]  # the redaction's names, kept importable here
 
 
 #: The module of the built-in actions in plans compiled before ``flink_agents.plan.actions``.
@@ -124,6 +106,12 @@ class ActionPlan(BaseModel):
     builtin: bool = False
 
     _callable: Callable[..., Any] | None = PrivateAttr(default=None)
+    _runtime_config: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def runtime_config(self) -> dict[str, Any]:
+        """``config`` with its secrets restored (what ``ctx.action_config`` gives)."""
+        return self.config if self._runtime_config is None else self._runtime_config
 
     @model_validator(mode="after")
     def _builtin_module(self) -> ActionPlan:
@@ -212,6 +200,8 @@ def _encode_argument(value: Any, where: str, problems: list[str]) -> Any:
     """JSON form of a descriptor argument (pydantic models tagged with their class)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if secret_str_value(value) is not None:
+        return value  # a SecretStr: the redaction moves it to the side table
     if isinstance(value, (list, tuple)):
         return [_encode_argument(v, where, problems) for v in value]
     if isinstance(value, Mapping):
@@ -398,6 +388,7 @@ class AgentPlan(BaseModel):
 
         actions: dict[str, ActionPlan] = {}
         by_event: dict[str, list[str]] = {}
+        secrets: dict[str, Any] = {}
         definitions = list(agent.actions.values())
         for definition in definitions:
             if definition.name in BUILTIN_ACTIONS:
@@ -419,12 +410,13 @@ class AgentPlan(BaseModel):
             except ValueError as exc:
                 problems.append(f"action {definition.name!r}: {exc}")
                 continue
+            action_config = redact(definition.config, f"action/{definition.name}", secrets)
             try:
-                json.dumps(definition.config)
+                json.dumps(action_config)
             except (TypeError, ValueError):
                 problems.append(
                     f"action {definition.name!r} has config that is not JSON serializable: "
-                    f"{definition.config!r}"
+                    f"{redact(definition.config, '', {})!r}"
                 )
                 continue
             actions[definition.name] = ActionPlan(
@@ -432,7 +424,7 @@ class AgentPlan(BaseModel):
                 func=ref,
                 listen_event_types=list(dict.fromkeys(t for t in types if t)),
                 trigger_conditions=expressions,
-                config=definition.config,
+                config=action_config,
                 is_async=is_async(func),
             )
         for name, (events, func) in BUILTIN_ACTIONS.items():
@@ -453,7 +445,6 @@ class AgentPlan(BaseModel):
             for rtype, by_name in source.items():
                 merged.setdefault(ResourceType(rtype), {}).update(by_name)
         providers: dict[ResourceType, dict[str, ResourceProvider]] = {}
-        secrets: dict[str, Any] = {}
         for rtype, by_name in merged.items():
             for name, value in by_name.items():
                 provider = _provider(name, rtype, value, secrets, problems, allow_pickle)
@@ -477,15 +468,14 @@ class AgentPlan(BaseModel):
             actions=actions,
             actions_by_event=by_event,
             resource_providers=providers,
-            config=config.to_dict(),
+            config=redact(config.to_dict(), "config", secrets),
             # Only text: a subclass may use these names for something else (a tool).
             name=agent.name if isinstance(agent.name, str) else None,
             description=agent.description if isinstance(agent.description, str) else None,
             interceptors=interceptor_plans,
             hooks=hook_plans,
         )
-        plan._secrets = secrets
-        return plan
+        return plan.with_secrets(secrets)
 
     # -- reading -----------------------------------------------------------------------
     def conditional_actions(self) -> list[ActionPlan]:
@@ -535,8 +525,17 @@ class AgentPlan(BaseModel):
         return self._secrets
 
     def with_secrets(self, secrets: Mapping[str, Any]) -> AgentPlan:
-        """Attach secrets to a plan read back from JSON."""
+        """Attach secrets to a plan read back from JSON (they become known to the log
+        masking of this process, ``flink_agents.secrets.register_secrets``)."""
         self._secrets = dict(secrets)
+        self._configuration = None
+        register_secrets(self._secrets.values())
+        for action in self.actions.values():
+            action._runtime_config = (
+                restore_secrets(action.config, self._secrets)
+                if _has_marker(action.config)
+                else None
+            )
         return self
 
     def main_module_references(self) -> list[str]:
@@ -571,12 +570,21 @@ class AgentPlan(BaseModel):
         return sorted(set(found))
 
     def get_config(self) -> AgentConfiguration:
-        """The configuration as an :class:`AgentConfiguration`, parsed once and read-only
-        (every host and resource of the plan reads this one object)."""
+        """The configuration as an :class:`AgentConfiguration` (secrets restored), parsed
+        once and read-only (every host and resource of the plan reads this one object)."""
         configuration = self._configuration
         if configuration is None:
-            configuration = self._configuration = AgentConfiguration(self.config).read_only()
+            configuration = AgentConfiguration(restore_secrets(self.config, self._secrets))
+            configuration = self._configuration = configuration.read_only()
         return configuration
+
+
+def _has_marker(value: Any) -> bool:
+    if isinstance(value, dict):
+        return is_marker(value) or any(_has_marker(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_marker(v) for v in value)
+    return False
 
 
 def _positional_count(func: Callable[..., Any]) -> int | None:
@@ -702,9 +710,7 @@ def _provider(
             name=name,
             type=rtype,
             clazz=f"{type(value).__module__}.{type(value).__qualname__}",
-            serialized=_redact(
-                json.loads(value.model_dump_json()), f"{rtype.value}/{name}", secrets
-            ),
+            serialized=_serialized(value, f"{rtype.value}/{name}", secrets),
             clazz_pickled=pickle_by_value(type(value)),
         )
     if isinstance(value, ResourceDescriptor):
@@ -738,7 +744,7 @@ def _provider(
             arg: _encode_argument(argval, f"argument {arg!r} of {where}", problems)
             for arg, argval in value.arguments.items()
         }
-        arguments = _redact(arguments, f"{rtype.value}/{name}", secrets)
+        arguments = redact(arguments, f"{rtype.value}/{name}", secrets)
         return ResourceProvider(
             name=name,
             type=rtype,
@@ -751,6 +757,18 @@ def _provider(
         "or a Tool"
     )
     return None
+
+
+def _serialized(value: SerializableResource, where: str, secrets: dict[str, Any]) -> Any:
+    """The JSON of a serializable resource, redacted. Its ``SecretStr`` fields would dump as
+    stars: a model that has some is dumped as Python values first, so they reach the side
+    table with their text."""
+    python = value.model_dump()
+    if not has_secret_str(python):
+        return redact(json.loads(value.model_dump_json()), where, secrets)
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(redact(python, where, secrets))
 
 
 def _missing_arguments(cls: type[Resource], arguments: Mapping[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_sec
 
 # Registers the factory the Java resource wrappers create their Java objects with.
 from flink_agents.runtime.java import bridge as _java_bridge  # noqa: F401
+from flink_agents.secrets import Masker
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +72,14 @@ class ResourceCache:
             cls = provider.resource_class()
             secrets = self._plan.secrets
             if provider.serialized is not None:
-                resource = cls.model_validate(restore_secrets(provider.serialized, secrets))
+                resource = cls.model_validate(
+                    restore_secrets(provider.serialized, secrets, secret_str=False)
+                )
                 resource.get_resource = self.get
                 return resource
-            args = decode_argument(restore_secrets(provider.arguments or {}, secrets))
+            args = decode_argument(
+                restore_secrets(provider.arguments or {}, secrets, secret_str=False)
+            )
             return cls(**args, get_resource=self.get)
         except FlinkAgentsError:
             raise
@@ -86,10 +91,7 @@ class ResourceCache:
 
     def _scrub(self, text: str) -> str:
         """``text`` with every secret value of the plan masked (errors end up in logs)."""
-        for value in self._plan.secrets.values():
-            if isinstance(value, str) and value:
-                text = text.replace(value, "***")
-        return text
+        return Masker(self._plan.secrets.values()).mask(text)
 
     def _tool_from_mcp(self, name: str) -> Any:
         failures = []

@@ -8,8 +8,10 @@ run). Its operations follow the draft's catalog API: ``list_tools(database)``,
 
 Objects live in memory by default, like Flink's default catalog, or in a directory
 (``sql.catalog-dir``): one JSON file per object, ``<dir>/<catalog>/<database>/<kind>s/<name>.json``,
-so definitions survive across sessions and jobs. Temporary objects are always in memory and
-hide a permanent object of the same identifier, as in Flink. Connection files hold their
+so definitions survive across sessions and jobs. A name too long for a file name once
+quoted (a 28-character CJK name, 251 ASCII characters) is stored under a hash of it
+(``%h-<sha256>``) with the full identifier inside the file. Temporary objects are always in
+memory and hide a permanent object of the same identifier, as in Flink. Connection files hold their
 options as given (secrets included): they are written readable by their owner only.
 
 The catalog checks identities and dependencies (an agent's tools exist; a tool an agent uses
@@ -20,7 +22,9 @@ catalogs.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -32,6 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flink_agents.errors import CatalogError
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["tool", "agent", "connection"]
 KINDS: tuple[Kind, ...] = ("tool", "agent", "connection")
@@ -208,9 +214,21 @@ class _MemoryStore:
         return [ident for (k, ident) in self._objects if k == kind]
 
 
+#: Quoted names longer than this are stored under a hash of the name (file systems allow
+#: 255 bytes per path component: a 28-character CJK name quotes to 252).
+_MAX_PART = 200
+#: How a hashed part starts: ``%`` followed by no hex digits, which quoting never writes.
+_HASHED = "%h-"
+
+
 def _file_part(name: str) -> str:
-    # Any name becomes a safe file name ('/' and '.' included), and back with unquote.
-    return urllib.parse.quote(name, safe="").replace(".", "%2E")
+    """A safe file name for ``name`` ('/' and '.' included): quoted (back with unquote),
+    or, when that is too long for a file system, ``%h-`` and its SHA-256 (the name is
+    then read from inside the object's file)."""
+    quoted = urllib.parse.quote(name, safe="").replace(".", "%2E")
+    if len(quoted) <= _MAX_PART:
+        return quoted
+    return _HASHED + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class _DirectoryStore:
@@ -240,6 +258,8 @@ class _DirectoryStore:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise CatalogError(f"cannot read the catalog file {str(path)!r}: {exc}") from None
         try:
             return from_json(json.loads(text))
         except (ValueError, KeyError, TypeError) as exc:
@@ -247,33 +267,56 @@ class _DirectoryStore:
 
     def put(self, kind: Kind, ident: ObjectIdentifier, obj: CatalogObject) -> None:
         path = self._path(kind, ident)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write a private temporary file, then rename: readers never see half a file, and a
-        # connection's secrets are never readable by others.
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        data = to_json(obj)
+        # The identifier inside too: a hashed file name cannot be read back into it.
+        data["identifier"] = [ident.catalog, ident.database, ident.name]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Write a private temporary file, then rename: readers never see half a file,
+            # and a connection's secrets are never readable by others.
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        except OSError as exc:
+            raise CatalogError(f"cannot write the catalog file {str(path)!r}: {exc}") from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(to_json(obj), out, indent=2, sort_keys=True)
+                json.dump(data, out, indent=2, sort_keys=True)
             os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise CatalogError(f"cannot write the catalog file {str(path)!r}: {exc}") from None
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
     def delete(self, kind: Kind, ident: ObjectIdentifier) -> None:
-        self._path(kind, ident).unlink(missing_ok=True)
+        path = self._path(kind, ident)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise CatalogError(f"cannot delete the catalog file {str(path)!r}: {exc}") from None
 
     def list(self, kind: Kind) -> list[ObjectIdentifier]:
         found = []
         for path in self.root.glob(f"*/*/{kind}s/*.json"):
             database = path.parent.parent
-            found.append(
-                ObjectIdentifier(
-                    urllib.parse.unquote(database.parent.name),
-                    urllib.parse.unquote(database.name),
-                    urllib.parse.unquote(path.name[: -len(".json")]),
-                )
-            )
+            parts = (database.parent.name, database.name, path.name[: -len(".json")])
+            if any(part.startswith(_HASHED) for part in parts):
+                ident = self._stored_identifier(path)
+                if ident is not None:
+                    found.append(ident)
+                continue
+            found.append(ObjectIdentifier(*(urllib.parse.unquote(part) for part in parts)))
         return found
+
+    @staticmethod
+    def _stored_identifier(path: Path) -> ObjectIdentifier | None:
+        """The identifier written inside an object's file (None: unreadable, logged)."""
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))["identifier"]
+            return ObjectIdentifier(*(str(part) for part in stored))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("skipping the catalog file %s: no identifier inside (%s)", path, exc)
+            return None
 
 
 # -- the catalog -------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 how secrets are kept out of what is shown.
 
 Every check raises :class:`~flink_agents.errors.ConfigurationError` naming the option and
-why it is wrong. Option keys whose name says they hold a secret (``api-key``, ``token``,
-``password``, ...) are shown as ``****`` by ``SHOW CREATE`` and ``DESC ... EXTENDED`` and are
-never logged.
+why it is wrong. Secrets (the package's one rule, ``flink_agents/secrets.py``: option keys
+named like ``api-key``, ``token``, ``password``; URL credentials and secret query parameters
+in values) are shown as ``***`` by ``SHOW CREATE`` and ``DESC ... EXTENDED`` and are never
+logged.
 """
 
 from __future__ import annotations
@@ -23,24 +24,20 @@ from flink_agents.api.core_options import (
     ConfigOption,
 )
 from flink_agents.errors import ConfigurationError
-
-#: Shown instead of a secret value.
-MASK = "****"
-_SECRET_KEY = re.compile(
-    r"(api[-_.]?key|secret|secret[-_.]access[-_.]key|password|passwd|token|credential|"
-    r"authorization)s?$",
-    re.I,
-)
+from flink_agents.secrets import MASK as MASK  # shown instead of a secret value
+from flink_agents.secrets import is_secret_name, masked_mapping
 
 
 def is_secret(key: str) -> bool:
-    """Whether an option key names a secret (``api-key``, ``token``, ``password``, ...)."""
-    return bool(_SECRET_KEY.search(key))
+    """Whether an option key names a secret (``api-key``, ``token``, ``password``, ...):
+    the package's rule, :func:`flink_agents.secrets.is_secret_name`."""
+    return is_secret_name(key)
 
 
 def masked(options: Mapping[str, str]) -> dict[str, str]:
-    """``options`` with secret values replaced by :data:`MASK`."""
-    return {k: (MASK if is_secret(k) else v) for k, v in options.items()}
+    """``options`` with secret values replaced by :data:`MASK` (and URL credentials or
+    secret query parameters inside the others masked)."""
+    return masked_mapping(options)
 
 
 def duration_seconds(value: str, key: str) -> float:

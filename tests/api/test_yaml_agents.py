@@ -514,24 +514,30 @@ def test_not_yaml_empty_and_missing_files(tmp_path):
 
 
 def test_every_problem_of_a_file_is_reported_at_once(tmp_path):
-    err = _error(
-        tmp_path,
-        f"""
+    """Every problem found without importing anything first (nothing is imported then),
+    then, once those are fixed, every problem the imports find."""
+    text = f"""
         agents:
           - name: a
             actions:
               - {{name: x, function: "{F}:ecko", listen_to: [input]}}
               - {{name: y, function: "{F}:echo", listen_to: [chat_respons]}}
+              - {{name: z, function: "{F}.echo", listen_to: [input]}}
             chat_model_setups:
               - {{name: s, clazz: ollama, connection: c}}
-        """,
-    )
+        """
+    err = _error(tmp_path, text)
+    assert [(p.line, p.field) for p in err.problems] == [
+        (5, "agents[0].actions[1].listen_to[0]"),
+        (6, "agents[0].actions[2].function"),
+    ]
+    assert str(err).startswith(f"2 problems in {tmp_path / 'agents.yaml'}:\n  ")
+    fixed = text.replace("chat_respons", "chat_response").replace(f"{F}.echo", f"{F}:echo")
+    err = _error(tmp_path, fixed)
     assert [(p.line, p.field) for p in err.problems] == [
         (4, "agents[0].actions[0].function"),
-        (5, "agents[0].actions[1].listen_to[0]"),
-        (7, "agents[0].chat_model_setups[0].model"),
+        (8, "agents[0].chat_model_setups[0].model"),
     ]
-    assert str(err).startswith(f"3 problems in {tmp_path / 'agents.yaml'}:\n  ")
 
 
 def test_a_custom_event_type_close_to_an_alias_is_accepted_when_its_class_exists(tmp_path):

@@ -324,3 +324,46 @@ def test_api_key_stays_out_of_plan_repr_errors_and_logs(provider, caplog):
     conn = provider.connection(**base)
     assert key not in repr(conn) and key not in str(conn)
     assert key not in conn.model_dump_json()
+
+
+@pytest.mark.parametrize("header", ["api-key", "X-Api-Key", "Ocp-Apim-Subscription-Key"])
+def test_a_secret_header_stays_out_of_plan_events_errors_and_logs(header, caplog, tmp_path):
+    """An Azure-style key in default_headers (a hyphenated name, or a name that only the
+    plan knows to be secret): the server echoes it in an error; it shows nowhere."""
+    provider = agents.OPENAI
+    secret = "az-header-secret-6620"
+
+    def respond(request):
+        sent = {k.lower(): v for k, v in request.headers.items()}.get(header.lower(), "")
+        if sent != secret:
+            return Reply(provider.error_body("missing header"), status=401)
+        return Reply(provider.error_body(f"overloaded, you sent {header}: {sent}"), status=503)
+
+    agent = ChatAgent()
+    with ScriptedServer(respond=respond) as server:
+        base = {**provider.base(server.url), "api_key": "sk-unused-1234"}
+        headers = {header: secret} if header != "Ocp-Apim-Subscription-Key" else {}
+        if not headers:  # not a secret name: known to the plan as a SecretStr value
+            from pydantic import SecretStr
+
+            base["default_headers"] = {header: SecretStr(secret)}
+        else:
+            base["default_headers"] = headers
+        agent.add_resource("conn", ResourceDescriptor(clazz=provider.connection, **base, **FAST))
+        agent.add_resource(
+            "model",
+            ResourceDescriptor(clazz=provider.setup, connection="conn", **provider.setup_args),
+        )
+        caplog.set_level(logging.DEBUG)
+        config = {
+            "error-handling-strategy": "ignore",
+            "event-log.enabled": True,
+            "event-log.writer": "thread",
+            "baseLogDir": str(tmp_path),
+        }
+        plan_json = AgentPlan.from_agent(agent, config).model_dump_json()
+        out = agents.run_agent(agent, [{"key": "a", "value": "hi"}], **config)
+    assert secret not in plan_json
+    assert "status=503" in json.dumps(out) and secret not in json.dumps(out)
+    assert secret not in caplog.text
+    assert secret not in "".join(p.read_text() for p in tmp_path.glob("events-*"))

@@ -133,7 +133,10 @@ def test_an_operator_of_another_contract_version_is_refused(caplog) -> None:
     entry.offer(function)
     with (
         caplog.at_level(logging.WARNING, logger="flink_agents.runtime.flink"),
-        pytest.raises(JavaBridgeError, match=r"speaks contract 0, this package 1: reinstall"),
+        pytest.raises(
+            JavaBridgeError,
+            match=rf"speaks contract 0, this package {entry.CONTRACT_VERSION}: reinstall",
+        ),
     ):
         entry.claim_barrier_hook("0")
     assert not function.barrier_hook

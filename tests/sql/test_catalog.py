@@ -166,6 +166,35 @@ def test_odd_names_round_trip_through_files(tmp_path: Path) -> None:
     assert odd in AgentCatalog(tmp_path)._permanent.list("tool")
 
 
+LONG_NAMES = [
+    "长" * 28,  # 28 CJK characters: 252 bytes quoted
+    "a" * 251,  # 251 ASCII characters: 256 with .json
+    "x" * 5000,  # far past any file system's limit
+]
+
+
+@pytest.mark.parametrize("name", LONG_NAMES, ids=["cjk-28", "ascii-251", "ascii-5000"])
+def test_names_too_long_for_a_file_name_are_stored_hashed(tmp_path: Path, name: str) -> None:
+    catalog = AgentCatalog(tmp_path)
+    long_db = ObjectIdentifier("cat", "d" * 300, name)
+    for ident in (ObjectIdentifier("cat", "db", name), long_db):
+        catalog.create_tool(ident, CatalogTool(function="f"))
+        again = AgentCatalog(tmp_path)
+        assert again.get_tool(ident).function == "f"
+        assert ident in again._permanent.list("tool")  # the name is read from the file
+        again.drop_tool(ident)
+        assert not AgentCatalog(tmp_path).tool_exists(ident)
+        again.drop_tool(ident, ignore_if_not_exists=True)  # DROP ... IF EXISTS: no OSError
+    assert all(len(p.name) <= 255 for p in tmp_path.rglob("*"))
+
+
+def test_a_catalog_directory_that_cannot_be_written_is_a_catalog_error(tmp_path: Path) -> None:
+    catalog = AgentCatalog(tmp_path / "cat")
+    (tmp_path / "cat" / "default_catalog").write_text("a file where a directory belongs")
+    with pytest.raises(CatalogError, match="cannot (read|write) the catalog file"):
+        catalog.create_tool("t", CatalogTool(function="f"))
+
+
 def test_damaged_file_is_a_clear_error(tmp_path: Path) -> None:
     catalog = AgentCatalog(tmp_path)
     catalog.create_tool("t", CatalogTool(function="f"))

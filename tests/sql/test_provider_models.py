@@ -13,7 +13,7 @@ from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.errors import ConfigurationError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.sql.models import model_resources
-from flink_agents.sql.options import check_connection_options, masked
+from flink_agents.sql.options import MASK, check_connection_options, masked
 from flink_agents.testing.servers import Reply, ScriptedServer
 from tests.integrations import agents
 from tests.integrations.agents import ChatAgent
@@ -123,7 +123,7 @@ def test_bad_options_are_clear_errors(options: dict[str, str], message: str):
 def test_connection_secrets_are_masked_and_kept_out_of_the_plan(options: dict[str, str]):
     check_connection_options(options)
     shown = masked(options)
-    assert SECRET not in json.dumps(shown) and "****" in shown.values()
+    assert SECRET not in json.dumps(shown) and MASK in shown.values()
     provider = options["type"]
     model = {"provider": provider, "connection": "c", "model": "m"}
     resources = _resources(model, options)

@@ -194,7 +194,7 @@ def test_connections_and_secrets_are_never_shown(
         )
     ]
     text = "\n".join(shown)
-    assert "'api-key' = '****'" in shown[0] and " **** |" in shown[1]
+    assert "'api-key' = '***'" in shown[0] and " *** |" in shown[1]
     assert SECRET not in text and CONN_SECRET not in text
     # the agent_run plan: the model's key is kept out of the plan JSON
     agents_env.sql_query(

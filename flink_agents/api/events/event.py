@@ -490,22 +490,27 @@ class Event(BaseModel):
         """Read an event written by :meth:`to_json` (or by Apache Flink Agents, with its
         ``attributes`` object) back into its class.
 
-        An unknown type string gives a generic :class:`Event` that keeps every attribute.
-        Rows come back as pyflink ``Row``\\ s when pyflink is loaded.
+        Only event classes defined so far are used: the built-ins and those of modules
+        already imported (the plan's actions import theirs). A type string is never
+        imported as a module: JSON from elsewhere must not run code. An unknown type
+        string gives a generic :class:`Event` that keeps every attribute. Rows come back
+        as pyflink ``Row``\\ s when pyflink is loaded.
 
         Raises:
             ValueError: the JSON has no ``type``.
         """
         data = json.loads(text) if isinstance(text, (str, bytes)) else dict(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"Event JSON must be an object, got {type(data).__name__}")
         etype = data.get("type")
-        if not etype:
-            raise ValueError("Event JSON must contain a non-empty 'type' field.")
+        if not etype or not isinstance(etype, str):
+            raise ValueError("Event JSON must contain a non-empty 'type' field (a string).")
         if isinstance(data.get("attributes"), Mapping):
             rest = {k: v for k, v in data.items() if k != "attributes"}
             data = _flatten_attributes(rest, data["attributes"])
         if "pyflink.common" in sys.modules:
             data = {k: v if k in _RESERVED else _reconstruct_rows(v) for k, v in data.items()}
-        cls = event_class_for(etype) or Event
+        cls = event_class_for(etype, import_module=False) or Event
         if cls.__init__ is not Event.__init__:
             # A class with an __init__ of its own (upstream's style) takes its own arguments,
             # not the JSON's: read a generic event, then let the class's from_event build it.

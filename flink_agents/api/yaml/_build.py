@@ -1,9 +1,12 @@
 """Building agents and resources from one YAML agents file, with every problem located.
 
 Private: used by :mod:`flink_agents.api.yaml.loader`. The file is first checked against the
-schema (:mod:`~flink_agents.api.yaml.specs`); then every name is looked up: functions are
+schema (:mod:`~flink_agents.api.yaml.specs`); then everything that can be checked without
+importing anything (names, function references, class aliases, event aliases, action
+config): a file with problems there imports no module, so no module's top-level code runs
+for an entry that is then rejected. Only then is every name looked up: functions are
 imported, class aliases resolved and the classes imported, arguments checked against the
-resource class, event aliases resolved. Problems are collected (each with file, line and
+resource class. Problems are collected (each with file, line and
 field) and raised together. Names that refer to other resources (a setup's connection,
 prompt and tools) are only recorded here: another file or ``add_resource`` may still bring
 them, so they are checked when an agent is applied.
@@ -141,6 +144,8 @@ class FileBuilder:
         self.taken_resources = taken_resources
         self.known_actions = known_actions
         self.problems: list[YamlProblem] = []
+        #: The first pass: check what needs no import, import nothing.
+        self.dry = False
 
     def problem(self, loc: Loc, message: str) -> None:
         self.problems.append(self.src.problem(loc, message))
@@ -165,7 +170,18 @@ class FileBuilder:
         except ValidationError as exc:
             problems = [self._schema_problem(e) for e in exc.errors()]
             raise YamlError(_in_file_order(problems)) from None
+        self.dry = True
+        self._build(doc)
+        if self.problems:
+            raise YamlError(_in_file_order(self.problems))
+        self.dry = False
+        built = self._build(doc)
+        if self.problems:
+            raise YamlError(_in_file_order(self.problems))
+        return built
 
+    def _build(self, doc: YamlAgentsDocument) -> BuiltFile:
+        """One pass over the checked document (see :attr:`dry`)."""
         built = BuiltFile(self.src.path)
         for rtype, name, value, refs, at in self._resources(doc, (), "shared"):
             if name in self.taken_resources.get(rtype, {}):
@@ -207,8 +223,6 @@ class FileBuilder:
             built.agents[agent_spec.name] = self._agent(
                 loc, agent_spec, built.shared_actions, {a.name for a in doc.actions}
             )
-        if self.problems:
-            raise YamlError(_in_file_order(self.problems))
         return built
 
     def _agent(
@@ -222,7 +236,8 @@ class FileBuilder:
         references: list[Reference] = []
         owner = f"agent '{spec.name}'"
         for rtype, name, value, refs, _ in self._resources(spec, loc, owner):
-            agent.add_resource(name, rtype, value)
+            if not self.dry:
+                agent.add_resource(name, rtype, value)
             references.extend(refs)
         names: set[str] = set()
         for index, item in enumerate(spec.actions):
@@ -247,7 +262,7 @@ class FileBuilder:
                 self.problem(at, f"action '{name}' is given twice in agent '{spec.name}'")
                 continue
             names.add(name)
-            if action is not None:
+            if action is not None and not self.dry:
                 agent.add_action(name, list(action.events), action.func, **action.config)
         return agent, references
 
@@ -324,8 +339,8 @@ class FileBuilder:
         else:
             path = spec.clazz
         cls = self._import_class(at, path)
-        if cls is None:
-            return None
+        if cls is None or cls is _DRY:
+            return cls
         if not (isinstance(cls, type) and issubclass(cls, Resource)):
             self.problem(at, f"{path} is not a resource class (a subclass of Resource)")
             return None
@@ -418,6 +433,11 @@ class FileBuilder:
 
     def _import_class(self, loc: Loc, path: str) -> Any:
         module, _, name = path.rpartition(".")
+        if not module or not name or not all(p.isidentifier() for p in path.split(".")):
+            self.problem(loc, f"'{path}' is not a class path: write 'package.module.ClassName'")
+            return None
+        if self.dry:
+            return _DRY
         try:
             obj: Any = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -456,8 +476,8 @@ class FileBuilder:
                 "read the value in the tool or pass it as an argument",
             )
         func = self._function(loc, spec.function, "tool")
-        if func is None:
-            return None
+        if func is None or func is _DRY:
+            return func
         try:
             return FunctionTool.from_callable(func, name=spec.name)
         except (TypeError, ValueError) as exc:
@@ -471,7 +491,7 @@ class FileBuilder:
             )
             return None
         func = self._function(loc, spec.function, "action")
-        if func is not None:
+        if func is not None and func is not _DRY:
             self._check_action_signature((*loc, "function"), func)
         events = [
             self._trigger((*loc, spec.trigger_key, j), raw, spec.trigger_key)
@@ -544,6 +564,12 @@ class FileBuilder:
                 f"or 'my_pkg.agents:MyAgent.process_input'{hint}",
             )
             return None
+        names = [*module.split("."), *qualname.split(".")]
+        if not all(part.isidentifier() for part in names):
+            self.problem(at, f"'{ref}' is not '<module>:<qualname>' of Python names")
+            return None
+        if self.dry:
+            return _DRY
         try:
             obj: Any = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -604,6 +630,16 @@ class FileBuilder:
                 "an action is a mapping (name, function, listen_to) or the name of a shared action",
             )
         return self.src.problem(loc, _message(err))
+
+
+class _Dry:
+    """What the first pass gives for a class or function it does not import."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the first pass imports nothing and calls nothing")
+
+
+_DRY: Any = _Dry()
 
 
 def _in_file_order(problems: list[YamlProblem]) -> list[YamlProblem]:

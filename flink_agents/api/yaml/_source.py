@@ -22,6 +22,13 @@ Loc = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
+#: Limits of a file, checked before anything is built from it: its size, the nodes it
+#: expands to (aliases counted at every place they are used: a few lines of nested aliases
+#: would expand to billions) and its nesting.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_EXPANDED_NODES = 100_000
+MAX_DEPTH = 64
+
 
 class YamlSource:
     """The values of one YAML file and where each key and item stands.
@@ -46,6 +53,13 @@ class YamlSource:
         """
         name = str(path)
         try:
+            size = Path(path).stat().st_size
+            if size > MAX_FILE_BYTES:
+                too_big = YamlProblem(
+                    f"the file has {size} bytes; an agents file may have {MAX_FILE_BYTES} at most",
+                    name,
+                )
+                raise YamlError([too_big])
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             unreadable = YamlProblem(f"cannot read the file: {exc.strerror or exc}", name)
@@ -53,11 +67,27 @@ class YamlSource:
         except UnicodeDecodeError as exc:
             not_text = YamlProblem(f"the file is not UTF-8 text: {exc.reason}", name)
             raise YamlError([not_text]) from None
-        loader = yaml.SafeLoader(text)
+        return YamlSource.parse(text, name)
+
+    @staticmethod
+    def parse(text: str, name: str = "<text>") -> YamlSource:
+        """Parse ``text`` (the contents of the file ``name``).
+
+        Raises:
+            YamlError: not valid YAML (also: characters YAML does not allow, such as a NUL),
+                a key twice in one mapping, nesting deeper than :data:`MAX_DEPTH`, more
+                than :data:`MAX_EXPANDED_NODES` nodes with aliases expanded, or a recursive
+                alias.
+        """
+        try:
+            loader = yaml.SafeLoader(text)  # its reader checks the characters already
+        except yaml.YAMLError as exc:
+            raise YamlError([_yaml_problem(exc, name, text)]) from None
         try:
             root = loader.get_single_node()
             if root is None:
                 return YamlSource(name, None, {})
+            _check_expansion(root, name)
             problems: list[YamlProblem] = []
             _duplicate_keys(root, (), name, problems, set())
             if problems:
@@ -67,11 +97,10 @@ class YamlSource:
             _note_marks(loader, root, (), marks, set())
             return YamlSource(name, data, marks)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            problem = getattr(exc, "problem", None) or str(exc)
-            line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-            where = YamlProblem(f"not valid YAML: {problem}", name, line, column)
-            raise YamlError([where]) from None
+            raise YamlError([_yaml_problem(exc, name, text)]) from None
+        except RecursionError:
+            deep = YamlProblem(f"not valid YAML here: nested deeper than {MAX_DEPTH} levels", name)
+            raise YamlError([deep]) from None
         finally:
             loader.dispose()
 
@@ -117,6 +146,71 @@ class YamlSource:
             except (KeyError, IndexError, TypeError):
                 return None
         return value
+
+
+def _yaml_problem(exc: yaml.YAMLError, name: str, text: str) -> YamlProblem:
+    """A problem for PyYAML's error, with its line and column when it has them."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+        before = text[: exc.position]
+        line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1])
+        return YamlProblem(
+            f"not valid YAML: character U+{code:04X} is not allowed ({exc.reason})",
+            name,
+            line,
+            column,
+        )
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is None:
+        return YamlProblem(f"not valid YAML: {problem}", name)
+    return YamlProblem(f"not valid YAML: {problem}", name, mark.line + 1, mark.column + 1)
+
+
+def _check_expansion(root: yaml.Node, name: str) -> None:
+    """Reject, before anything is built, a document that expands to more than
+    :data:`MAX_EXPANDED_NODES` nodes (an alias counts its node's whole size at every use:
+    a "billion laughs" file), nests deeper than :data:`MAX_DEPTH`, or refers to itself.
+    Sizes are counted once per node (a node used by many aliases is one object), so this
+    is linear in the file."""
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in size:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if children_done:
+            on_path.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            height[key] = 1 + max((height[id(c)] for c in children), default=0)
+            if size[key] > MAX_EXPANDED_NODES or height[key] > MAX_DEPTH:
+                line, column = _mark(node)
+                what = (
+                    f"expands to more than {MAX_EXPANDED_NODES} nodes (aliases counted where "
+                    "they are used)"
+                    if size[key] > MAX_EXPANDED_NODES
+                    else f"nests deeper than {MAX_DEPTH} levels"
+                )
+                raise YamlError([YamlProblem(f"the document {what}", name, line, column)])
+            continue
+        if key in on_path:
+            line, column = _mark(node)
+            raise YamlError(
+                [YamlProblem("an alias refers to a node that contains it", name, line, column)]
+            )
+        on_path.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) not in size:
+                stack.append((child, False))
 
 
 def field_name(loc: Sequence[str | int]) -> str:

@@ -6,11 +6,13 @@ errors, text ReAct's observations, the summaries of chat history, the prompt's a
 Tool errors are masked where they are made too (``tool_call_action``), so that the
 :class:`ToolResponseEvent` and the chat loop's state hold no secret either.
 
-The rule is the event log's: every secret value the plan knows (a resource's ``api_key``,
-``token``, ``password``... kept out of the plan JSON, ``AgentPlan.secrets``) is replaced by
-``***`` wherever it appears. Values shorter than 4 characters are left alone (masking them
-would garble ordinary text). This module is the one place that rule is applied to model
-text: when the project's shared secret rule changes, this is what changes.
+The rule is the project's one secret rule (:class:`flink_agents.secrets.Masker`, as for logs,
+errors and the event log): every secret value the plan knows (a resource's ``api_key``,
+``token``, ``password``... kept out of the plan JSON, ``AgentPlan.secrets``), and the
+credentials inside those values' URLs, are replaced by ``***`` wherever they appear, and the
+rule's text patterns (``api_key=...``, ``Bearer ...``, URL passwords) are masked with them.
+Values shorter than 4 characters are left alone (masking them would garble ordinary text).
+A plan without secrets sends model text unchanged (the common case costs nothing).
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage
 from flink_agents.api.runner_context import RunnerContext
-
-MASK = "***"
-_MIN_LENGTH = 4
+from flink_agents.secrets import Masker
 
 
 def secret_masker(ctx: RunnerContext) -> Callable[[str], str] | None:
@@ -42,21 +42,8 @@ def secret_masker(ctx: RunnerContext) -> Callable[[str], str] | None:
 
 
 def _masker(values: Mapping[str, Any]) -> Callable[[str], str] | None:
-    secrets = sorted(
-        {v for v in values.values() if isinstance(v, str) and len(v) >= _MIN_LENGTH},
-        key=len,
-        reverse=True,  # a secret containing another is masked whole
-    )
-    if not secrets:
-        return None
-
-    def mask(text: str) -> str:
-        for secret in secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
-
-    return mask
+    masker = Masker(values.values())
+    return masker.mask if masker else None
 
 
 #: Masker by plan (the plan kept with it, so that its id is not reused meanwhile).

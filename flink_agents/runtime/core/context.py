@@ -37,6 +37,7 @@ from flink_agents.runtime.core.records import (
 from flink_agents.runtime.memory import MemoryStore, StoredMemoryObject
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability import CallFinished, RunInfo, call_target
+from flink_agents.secrets import mask_exception
 
 if TYPE_CHECKING:
     from flink_agents.runtime.core.runner import AgentRunner
@@ -72,6 +73,10 @@ class _Run:
         self.info: RunInfo | None = None
         #: How the last failure handled by ``AgentRunner._failed`` ended.
         self.outcome = "retried"
+        #: What ended the run without raising (a dead letter, an ignored run limit).
+        self.failure: BaseException | None = None
+        #: Near max-events-per-run: ``(event type, action, sent types)`` of each execution.
+        self.edges: list[tuple[str, str, list[str]]] | None = None
 
     def next_call_id(self) -> str:
         self.call_seq += 1
@@ -193,7 +198,7 @@ class RunContext(RunnerContext):
 
     @property
     def action_config(self) -> dict[str, Any]:
-        return self._action.config
+        return self._action.runtime_config
 
     @property
     def key(self) -> Any:
@@ -339,7 +344,8 @@ class RunContext(RunnerContext):
             seconds = time.perf_counter() - started
             self._observe(info, func, signature, started, seconds, result, error, False)
         if error is not None:
-            self._run.record(call_id, DurableRecord(signature, error=error))
+            # Kept in keyed state (pickled): no secret of the plan in its message.
+            self._run.record(call_id, DurableRecord(signature, error=mask_exception(error)))
             return
         _check_picklable(result, signature)
         self._run.record(call_id, DurableRecord(signature, result=result))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flink_agents.api.approval import ApprovalRequest
+from flink_agents.api.dead_letter import DeadLetter
 from flink_agents.api.events.event import ErrorEvent
 
 
@@ -68,6 +69,9 @@ class RunResult:
             output). The host keeps the input and ``durable_records`` uncommitted and runs
             the input again once the decision is recorded at ``approval_call_id``.
         approval_call_id: the durable call id the decision is recorded under.
+        dead_letter: set when the run failed under the ``dead-letter`` strategy (or its
+            input could not become an event): nothing else of the run is to be committed;
+            the host commits the input as done and emits this to its dead letters.
     """
 
     key: Any
@@ -78,6 +82,7 @@ class RunResult:
     errors: list[ErrorEvent] = field(default_factory=list)
     approval: ApprovalRequest | None = None
     approval_call_id: str | None = None
+    dead_letter: DeadLetter | None = None
 
     def applied_to(self, memory: dict[str, Any]) -> dict[str, Any]:
         """``memory`` (flattened) after this run's changes: a new dict, or ``memory``

@@ -28,11 +28,25 @@ from flink_agents.api.events.event import ErrorEvent, Event, InputEvent, OutputE
 from flink_agents.api.events.listener import EventContext, EventListener
 from flink_agents.api.hooks import HookContext, HookPoint
 from flink_agents.api.timeouts import TimeoutOptions, bounded, check_timeout
-from flink_agents.errors import ActionError, ConfigurationError, HookError, RuntimeFailure
+from flink_agents.errors import (
+    ActionError,
+    ConfigurationError,
+    EventAttributeError,
+    HookError,
+    InputRecordError,
+    RunLimitError,
+    RuntimeFailure,
+)
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.plan.behaviours import run_hooks
 from flink_agents.runtime.core.conditions import ConditionalActions
 from flink_agents.runtime.core.context import RunContext, _Run
+from flink_agents.runtime.core.failures import (
+    CYCLE_WINDOW,
+    DeadLettered,
+    dead_letter,
+    describe_cycle,
+)
 from flink_agents.runtime.core.records import DurableRecord, RunPaused, RunResult
 from flink_agents.runtime.long_term_memory import LongTermMemoryService
 from flink_agents.runtime.memory import StoredMemoryObject
@@ -48,6 +62,7 @@ from flink_agents.runtime.observability import (
 )
 from flink_agents.runtime.observability.agent_metrics import AgentMetrics, MetricsOptions
 from flink_agents.runtime.resources import ResourceCache
+from flink_agents.secrets import mask_exception, registered_masker
 
 log = logging.getLogger("flink_agents.runtime")
 
@@ -95,6 +110,11 @@ class AgentRunner:
         self._run_seq = itertools.count(1)
         self.long_term_memory = LongTermMemoryService(self.config, self.resources.get)
         self._strategy = self.config.get(AgentConfigOptions.ERROR_HANDLING_STRATEGY)
+        self._max_events = self.config.get(AgentExecutionOptions.MAX_EVENTS_PER_RUN)
+        # From this many events on, a run notes what its events send (for the error).
+        self._watch_from = max(1, self._max_events - CYCLE_WINDOW)
+        self._max_seconds = self.config.get(AgentExecutionOptions.MAX_ACTION_TIME_PER_RUN) or None
+        self._dead_letter_chars = self.config.get(AgentExecutionOptions.DEAD_LETTER_MAX_CHARS)
         self._max_retries = self.config.get(AgentConfigOptions.MAX_RETRIES)
         self._retry_wait = self.config.get(AgentConfigOptions.RETRY_WAIT_INTERVAL)
         self._unheard: set[str] = set()
@@ -114,8 +134,12 @@ class AgentRunner:
                 (
                     a,
                     a.function,
-                    ErrorHandlingStrategy(a.config.get("error-handling-strategy", self._strategy)),
-                    check_timeout(a.config.get("timeout", action_timeout), f"action {a.name!r}"),
+                    ErrorHandlingStrategy(
+                        a.runtime_config.get("error-handling-strategy", self._strategy)
+                    ),
+                    check_timeout(
+                        a.runtime_config.get("timeout", action_timeout), f"action {a.name!r}"
+                    ),
                     counts.setdefault(a.name, [0]),
                 )
                 for a in plan.get_actions(etype)
@@ -216,7 +240,10 @@ class AgentRunner:
         counts.in_flight += 1
         try:
             if observer is None:
-                return await self._execute(run, value, None)
+                result = await self._execute(run, value, None)
+                if run.failure is not None:
+                    counts.runs_failed += 1
+                return result
             steps = observer if observer.observes_steps else None
             if steps is not None:
                 run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
@@ -231,7 +258,11 @@ class AgentRunner:
                     RunFinished(info, time.perf_counter() - info.started_perf, exc)
                 )
                 raise
-            observer.run_finished(RunFinished(info, time.perf_counter() - info.started_perf, None))
+            observer.run_finished(
+                RunFinished(info, time.perf_counter() - info.started_perf, run.failure)
+            )
+            if run.failure is not None:
+                counts.runs_failed += 1
             return result
         except BaseException:
             counts.runs_failed += 1
@@ -258,13 +289,67 @@ class AgentRunner:
                 approval=pause.request,
                 approval_call_id=pause.call_id,
             )
+        except DeadLettered as dead:
+            return self._dead_lettered(run, value, dead.error, dead.action, dead.event_type)
+        except (InputRecordError, RunLimitError) as exc:
+            # The run cannot go on (a poison record, a runaway run): the agent's strategy
+            # decides; retrying would fail the same way.
+            if self._strategy is ErrorHandlingStrategy.DEAD_LETTER:
+                event_type = InputEvent.EVENT_TYPE if isinstance(exc, InputRecordError) else None
+                return self._dead_lettered(run, value, exc, None, event_type)
+            if self._strategy is not ErrorHandlingStrategy.IGNORE:
+                raise
+            log.error("ignored failure: %s", exc)
+            run.failure = exc
+            result.errors.append(
+                ErrorEvent(
+                    key=_jsonable_key(run.key),
+                    action=None,
+                    failed_event_id=str(exc.event_id or ""),
+                    failed_event_type=(
+                        InputEvent.EVENT_TYPE if isinstance(exc, InputRecordError) else None
+                    ),
+                    error_type=type(exc).__name__,
+                    error=_mask(str(exc)),
+                )
+            )
+            # A runaway run keeps what it did so far, as an ignored failure goes on.
         run.result.memory_updates = run.short_term.updates
         run.result.memory_deletes = sorted(run.short_term.deletes)
         return result
 
+    def _dead_lettered(
+        self,
+        run: _Run,
+        value: Any,
+        error: BaseException,
+        action: str | None,
+        event_type: str | None,
+    ) -> RunResult:
+        """The result of a run set aside: nothing of it committed, one dead letter."""
+        run.failure = error
+        self.counts.dead_letters += 1
+        log.error("run of key %r sent to the dead letters: %s", run.key, error)
+        letter = dead_letter(
+            run.key,
+            value,
+            error,
+            action=action,
+            event_type=event_type,
+            max_chars=self._dead_letter_chars,
+        )
+        return RunResult(key=run.key, dead_letter=letter)
+
     async def _run_events(self, run: _Run, value: Any, steps: RunObserver | None) -> None:
         """Send the input through the actions until no event is left."""
-        queue: deque[Event] = deque([InputEvent(input=value)])
+        try:
+            first = InputEvent(input=value)
+        except (EventAttributeError, RecursionError) as exc:
+            self.counts.rejected += 1
+            raise InputRecordError(
+                f"the input record cannot become an input event: {exc}", key=run.key
+            ) from None
+        queue: deque[Event] = deque([first])
         if steps is not None:
             steps.events_sent(EventsSent(run.info, list(queue), None, None))  # type: ignore[arg-type]
         await self._drive(run, queue, steps)
@@ -276,9 +361,15 @@ class AgentRunner:
         actions_by_event = self._actions_by_event
         listeners = self._listeners
         conditional = self._conditional
+        watch_from = self._watch_from
+        deadline = None if self._max_seconds is None else time.monotonic() + self._max_seconds
         while queue:
             event = queue.popleft()
             run.processed += 1
+            if run.processed >= watch_from:
+                self._watch(run, event, queue)
+            if deadline is not None and time.monotonic() > deadline:
+                raise self._limit_error(run, event, queue, "max-action-time-per-run")
             if listeners is not None:
                 self._notify_listeners(run, event)
             if isinstance(event, OutputEvent):
@@ -327,7 +418,39 @@ class AgentRunner:
                     # its calls' usage must not go to the next execution's events.
                     if sent or error is not None:
                         observer.events_sent(EventsSent(info, sent, event, action.name))  # type: ignore[arg-type]
+                if run.edges is not None:
+                    run.edges.append((event.type, action.name, [e.type for e in sent]))
                 queue.extend(sent)
+
+    def _watch(self, run: _Run, event: Event, queue: deque[Event]) -> None:
+        """Near ``max-events-per-run``: note what events send; past it, end the run."""
+        if run.edges is None:
+            run.edges = []
+        if run.processed > self._max_events:
+            raise self._limit_error(run, event, queue, "max-events-per-run")
+
+    def _limit_error(
+        self, run: _Run, event: Event, queue: deque[Event], option: str
+    ) -> RunLimitError:
+        self.counts.over_limit += 1
+        edges = run.edges or []
+        text, types = describe_cycle(
+            edges[-CYCLE_WINDOW:],
+            [event.type, *(e.type for e in queue)],
+            self.plan.actions_by_event,
+        )
+        if option == "max-events-per-run":
+            what = f"processed {self._max_events} events (max-events-per-run)"
+        else:
+            what = f"ran its actions for {self._max_seconds:g} s (max-action-time-per-run)"
+        return RunLimitError(
+            f"the run {what} and was stopped: {text}. An action that sends the event type "
+            "it listens to (or two that answer each other) never ends; raise the option "
+            "if the run is just long",
+            event_types=types,
+            key=run.key,
+            event_id=str(event.id),
+        )
 
     @staticmethod
     def _action_ended(
@@ -402,6 +525,8 @@ class AgentRunner:
                     )
                     await asyncio.sleep(wait)
                     continue
+                if self._strategy is ErrorHandlingStrategy.DEAD_LETTER:
+                    raise DeadLettered(exc, f"hook:{exc.name}", exc.point) from None
                 if self._strategy is ErrorHandlingStrategy.IGNORE:
                     log.error("ignored failure: %s", exc)
                     run.result.errors.append(
@@ -411,7 +536,7 @@ class AgentRunner:
                             failed_event_id="",
                             failed_event_type=exc.point,
                             error_type=type(exc).__name__,
-                            error=str(exc),
+                            error=_mask(str(exc)),
                         )
                     )
                     return False
@@ -496,16 +621,18 @@ class AgentRunner:
                     failed_event_id=str(event.id),
                     failed_event_type=event.type,
                     error_type=type(exc).__name__,
-                    error=str(exc),
+                    error=_mask(str(exc)),
                 )
                 run.result.errors.append(err_event)
                 run.outcome = "ignored"
                 self.counts.ignored += 1
                 # An error in an action handling an ErrorEvent must not loop forever.
                 return [] if isinstance(event, ErrorEvent) else [err_event]
+            if strategy is ErrorHandlingStrategy.DEAD_LETTER:
+                raise DeadLettered(error, action.name, event.type) from mask_exception(exc)
             self.counts.failed += 1
             if error is not exc:
-                raise error from exc
+                raise error from mask_exception(exc)
             raise exc
 
 
@@ -517,6 +644,11 @@ async def _bounded_action(returned: Awaitable[Any], timeout: float, action: Acti
         return await returned
 
     await bounded(awaited, timeout, "action", action.name)()
+
+
+def _mask(text: str) -> str:
+    """``text`` masked by the secret rule and the registered secrets (the plan's)."""
+    return registered_masker().mask(text)
 
 
 def _configured_listeners(paths: list[str] | None) -> list[EventListener]:

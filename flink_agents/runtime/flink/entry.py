@@ -28,7 +28,7 @@ log = logging.getLogger("flink_agents.runtime.flink")
 #: ``org.flinkagents.flink.Contract.VERSION`` of the bridge jar. Change both whenever a
 #: name, an argument or a return value below (or :data:`BARRIER_TIMER`, or the packed output
 #: format of ``output.pack_output``) changes.
-CONTRACT_VERSION = "1"
+CONTRACT_VERSION = "2"
 
 #: Time of the timer that the process-mode operator hands the function right before each
 #: checkpoint barrier (Long.MIN_VALUE; ``AgentExternalKeyedProcessOperator.BARRIER_TIMER``).

@@ -30,6 +30,8 @@ from pyflink.datastream import (
     KeyedProcessFunction,
     KeyedStream,
     KeySelector,
+    OutputTag,
+    ProcessFunction,
     StreamExecutionEnvironment,
 )
 from pyflink.java_gateway import get_gateway
@@ -44,7 +46,12 @@ from flink_agents.runtime.approval import plan_needs_approval
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.entry import CONTRACT_VERSION
 from flink_agents.runtime.flink.function import AgentProcessFunction
-from flink_agents.runtime.flink.output import KEEP_TIMESTAMP, NO_TIMESTAMP
+from flink_agents.runtime.flink.output import (
+    DEAD_LETTER,
+    DEAD_LETTERS,
+    KEEP_TIMESTAMP,
+    NO_TIMESTAMP,
+)
 
 log = logging.getLogger("flink_agents.runtime.flink")
 
@@ -87,7 +94,31 @@ class _CarriedTimestamp(TimestampAssigner):
         ts = value[0]
         if ts == KEEP_TIMESTAMP:
             return record_timestamp
-        return KEEP_TIMESTAMP if ts == NO_TIMESTAMP else ts  # Long.MIN_VALUE: no timestamp
+        if ts in (NO_TIMESTAMP, DEAD_LETTER):
+            return KEEP_TIMESTAMP  # Long.MIN_VALUE: no timestamp
+        return int(ts)
+
+
+def _dead_letter_tag() -> OutputTag:
+    """The side output of dead letters (the same id as the Java operator's)."""
+    return OutputTag(DEAD_LETTERS, Types.PICKLED_BYTE_ARRAY())
+
+
+class _Unpair(ProcessFunction):
+    """Fallback without the bridge jar: the outputs of the ``(code, output)`` pairs, and
+    the dead letters to their side output."""
+
+    def __init__(self, convert: Callable[[Any], Any] | None = None) -> None:
+        self.convert = convert
+        self.tag = _dead_letter_tag()
+
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Any:
+        if value[0] == DEAD_LETTER:
+            yield self.tag, value[1]
+        elif self.convert is None:
+            yield value[1]
+        else:
+            yield self.convert(value[1])
 
 
 class _RoundRobinKey(KeySelector):
@@ -124,7 +155,7 @@ class _ApprovalKey:
         self.func = func
 
     def __call__(self, value: Any) -> Any:
-        if type(value) is ApprovalResponse:
+        if isinstance(value, ApprovalResponse):  # subclasses too, as the local host
             return value.key
         return self.func(value)
 
@@ -225,6 +256,9 @@ class FlinkAgentBuilder(AgentBuilder):
         self._key_selector = key_selector
         self._plan: AgentPlan | None = None
         self._output: DataStream | None = None
+        #: The operator that unpairs the outputs (its side output: the dead letters), and
+        #: the carry_timestamps it was made with.
+        self._unpaired: tuple[DataStream, bool] | None = None
         self._uid = ""
 
     @property
@@ -339,26 +373,63 @@ class FlinkAgentBuilder(AgentBuilder):
         """
         if self._output is not None:
             return self._output
-        operator = self._timestamp_operator(carry_timestamps)
+        typed = output_type is not None and not isinstance(output_type, PickledBytesTypeInfo)
+        row = isinstance(output_type, RowTypeInfo)
+        unpaired, converted = self._unpair(carry_timestamps, output_type if row else None)
+        outputs = unpaired
+        if row and not converted:
+            outputs = outputs.map(_to_row(output_type), output_type=output_type).uid(
+                f"{self._uid}-typed"
+            )
+        elif typed and not row:
+            outputs = outputs.map(lambda out: out, output_type=output_type).uid(
+                f"{self._uid}-typed"
+            )
+        self._output = outputs
+        return outputs
+
+    def dead_letters(self) -> DataStream:
+        """The runs set aside, as a DataStream of
+        :class:`~flink_agents.api.dead_letter.DeadLetter` (pickled objects, without
+        timestamps): the side output of the operator after the agent's.
+
+        Dead letters come with ``error-handling-strategy: dead-letter`` (a failed run, a run
+        past ``max-events-per-run``) and for records that cannot become an input event
+        under ``ignore`` too. Give them a sink of their own (a file, Kafka); each arrives
+        once per failed input (exactly once with a transactional sink and checkpointing).
+        Call :meth:`to_datastream` first when you pass it arguments.
+        """
+        if self._unpaired is None:
+            self.to_datastream()
+        assert self._unpaired is not None
+        return self._unpaired[0].get_side_output(_dead_letter_tag())
+
+    def _unpair(self, carry: bool, row_type: RowTypeInfo | None) -> tuple[DataStream, bool]:
+        """The stream of outputs after the function (made once): the Java operator, or
+        without the jar a Python timestamp assigner and :class:`_Unpair` (which converts the
+        outputs to ``row_type`` too, when given). Returns it and whether it converted."""
+        if self._unpaired is not None:
+            stream, made_with = self._unpaired
+            if made_with != carry:
+                raise RuntimeError(
+                    "dead_letters() made the output operator with carry_timestamps="
+                    f"{made_with}; call to_datastream(..., carry_timestamps={carry}) before "
+                    "dead_letters()"
+                )
+            return stream, False
+        operator = self._timestamp_operator(carry)
         if operator is not None:
-            # One Java operator, chained to the function, unwraps the pairs.
+            # One Java operator, chained to the function, unwraps the pairs and sends the
+            # dead letters to its side output.
             pairs = self._pairs(_PACKED_TYPE, packed=True)
             pickled = Types.PICKLED_BYTE_ARRAY()
-            outputs = internals.transform(
+            stream = internals.transform(
                 pairs, "flink-agents-output", pickled.get_java_type_info(), operator
             ).uid(f"{self._uid}-output")
-            if isinstance(output_type, RowTypeInfo):
-                outputs = outputs.map(_to_row(output_type), output_type=output_type).uid(
-                    f"{self._uid}-typed"
-                )
-            elif output_type is not None and not isinstance(output_type, PickledBytesTypeInfo):
-                outputs = outputs.map(lambda out: out, output_type=output_type).uid(
-                    f"{self._uid}-typed"
-                )
-            self._output = outputs
-            return outputs
+            self._unpaired = (stream, carry)
+            return stream, False
         pairs = self._pairs(Types.PICKLED_BYTE_ARRAY())
-        if carry_timestamps:
+        if carry:
             pairs = (
                 pairs.assign_timestamps_and_watermarks(
                     WatermarkStrategy.no_watermarks().with_timestamp_assigner(_CarriedTimestamp())
@@ -366,15 +437,14 @@ class FlinkAgentBuilder(AgentBuilder):
                 .name("flink-agents-timestamps")
                 .uid(f"{self._uid}-timestamps")
             )
-        if isinstance(output_type, RowTypeInfo):
-            convert = _to_row(output_type)
-            out = pairs.map(lambda pair: convert(pair[1]), output_type=output_type)
-        else:
-            out = pairs.map(
-                lambda pair: pair[1], output_type=output_type or Types.PICKLED_BYTE_ARRAY()
-            )
-        self._output = out.name("flink-agents-output").uid(f"{self._uid}-output")
-        return self._output
+        convert = _to_row(row_type) if row_type is not None else None
+        stream = (
+            pairs.process(_Unpair(convert), output_type=row_type or Types.PICKLED_BYTE_ARRAY())
+            .name("flink-agents-output")
+            .uid(f"{self._uid}-output")
+        )
+        self._unpaired = (stream, carry)
+        return stream, convert is not None
 
     def to_table(self, schema: Any, output_type: TypeInformation) -> Any:
         """The agent's outputs as a Table with ``schema`` (a ``pyflink.table.Schema``);

@@ -32,6 +32,7 @@ from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink import entry, fast_paths
 from flink_agents.runtime.flink.metric_publisher import FlinkMetrics, FlinkMetricsOptions
 from flink_agents.runtime.flink.output import (
+    DEAD_LETTER,
     KEEP_TIMESTAMP,
     NO_TIMESTAMP,
     pack_output,
@@ -368,7 +369,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         key = ctx.get_current_key() if self._key_of is None else self._key_of(value)
-        if type(value) is ApprovalResponse:
+        if isinstance(value, ApprovalResponse):  # subclasses too, as the local host
             yield from self._respond(key, value, ctx)
             return
         item = Item(self._next_id(), KEEP_TIMESTAMP if ts is None else ts, value)
@@ -578,6 +579,11 @@ class AgentProcessFunction(KeyedProcessFunction):
         for decision in decisions:
             if type(decision) is Commit:
                 item, result = decision
+                if result.dead_letter is not None:
+                    # A failed run set aside: nothing of it but the letter (side output).
+                    letter = result.dead_letter
+                    yield pack_output(DEAD_LETTER, letter) if packed else (DEAD_LETTER, letter)
+                    continue
                 if work.persist_memory and (result.memory_updates or result.memory_deletes):
                     state.commit_memory(result.memory_updates, result.memory_deletes)
                 elif work.persist_memory and state.ttl_on_read:

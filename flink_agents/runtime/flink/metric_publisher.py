@@ -45,6 +45,7 @@ class FlinkMetricsOptions:
         default=500,
         description="thread mode: the longest time between two publications of the agent "
         "metrics to Flink (they are also published at timers and at close)",
+        check=lambda ms: None if ms > 0 else "must be > 0",
     )
 
 

@@ -19,6 +19,11 @@ from flink_agents.api._function import dumps
 KEEP_TIMESTAMP = -(2**63)
 #: Timestamp code of an output whose input had no timestamp.
 NO_TIMESTAMP = KEEP_TIMESTAMP + 1
+#: Code of a pair that is no output but a dead letter (a failed run set aside): it goes to
+#: the side output :data:`DEAD_LETTERS` (``CarriedTimestampOperator.DEAD_LETTER``).
+DEAD_LETTER = KEEP_TIMESTAMP + 2
+#: The id of the dead letters' side output (``CarriedTimestampOperator.DEAD_LETTERS``).
+DEAD_LETTERS = "flink-agents-dead-letters"
 
 #: A packed output's head: its timestamp code, a big-endian signed 64-bit integer.
 _CODE = struct.Struct(">q")

@@ -7,6 +7,7 @@ from typing import Any
 
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.approval import ApprovalResponse
+from flink_agents.api.dead_letter import DeadLetter
 from flink_agents.api.events.event import Event
 from flink_agents.api.events.listener import EventContext, EventListener
 from flink_agents.api.events.tool_event import ToolRequestEvent
@@ -29,8 +30,21 @@ def _split(item: Any) -> tuple[Any, Any]:
     return str(uuid.uuid4()), item
 
 
+def _check_key(index: int, key: Any) -> None:
+    """Keys must be hashable (they index each key's memory and order)."""
+    try:
+        hash(key)
+    except TypeError:
+        raise TypeError(
+            f"input {index} has the key {key!r}, a {type(key).__name__}, which cannot be a "
+            "key: keys must be hashable (str, int, tuple...); use e.g. "
+            "json.dumps(key, sort_keys=True) or a tuple of its fields"
+        ) from None
+
+
 class LocalAgentBuilder(AgentBuilder):
-    """Input list + agent; outputs land in the list returned by :meth:`to_list`."""
+    """Input list + agent; outputs land in the list returned by :meth:`to_list`, dead
+    letters in the one :meth:`dead_letters` returns."""
 
     def __init__(self, env: LocalExecutionEnvironment, records: list[Any]) -> None:
         self._env = env
@@ -40,6 +54,7 @@ class LocalAgentBuilder(AgentBuilder):
         self._executed = False
         self._plan: AgentPlan | None = None
         self._outputs: list[dict[str, Any]] | None = None
+        self._dead_letters: list[DeadLetter] = []
         self.runner: LocalRunner | None = None
         self._metrics: SimpleMetricGroup | None = None
 
@@ -62,6 +77,12 @@ class LocalAgentBuilder(AgentBuilder):
         self._outputs = []
         return self._outputs
 
+    def dead_letters(self) -> list[DeadLetter]:
+        """The runs set aside by ``execute()`` (``error-handling-strategy: dead-letter``,
+        and inputs that could not become an input event), in input order: each holds the
+        key, the reason and the record's repr (masked, bounded)."""
+        return self._dead_letters
+
     def get_metric_group(self) -> SimpleMetricGroup | None:
         """The agent metric group of this input's runs (built-in and user metrics), kept
         after ``execute()``; None before. ``.to_dict()`` gives the values, nested."""
@@ -70,14 +91,19 @@ class LocalAgentBuilder(AgentBuilder):
     def _execute(self) -> None:
         if self._plan is None or self._outputs is None:
             raise RuntimeError("from_list(...).apply(agent).to_list() must come before execute()")
+        records = [_split(r) for r in self._input]
+        for index, (key, _) in enumerate(records):
+            _check_key(index, key)
         self._executed = True
         if self.runner is None:
             self.runner = LocalRunner(self._plan)
             self._metrics = self.runner.runner.metrics
             self.runner.runner.add_listener(self._env._tool_requests)
-        results = self.runner.run([_split(r) for r in self._input])
+        results = self.runner.run(records)
         for result in results:
             self._outputs.extend({result.key: out} for out in result.outputs)
+            if result.dead_letter is not None:
+                self._dead_letters.append(result.dead_letter)
 
 
 class _ToolRequestRecorder(EventListener):

@@ -56,14 +56,20 @@ class RunCounts:
         events: events taken from runs' queues (processed).
         by_action: executions per action name (one-item lists, so the loop keeps a cell).
         failed, retried, ignored: action failures by how they ended.
+        rejected: input records that could not become an input event.
+        dead_letters: runs set aside (``dead-letter`` strategy, rejected inputs).
+        over_limit: runs stopped by ``max-events-per-run`` / ``max-action-time-per-run``.
     """
 
     __slots__ = (
         "by_action",
+        "dead_letters",
         "events",
         "failed",
         "ignored",
         "in_flight",
+        "over_limit",
+        "rejected",
         "retried",
         "runs",
         "runs_failed",
@@ -72,6 +78,7 @@ class RunCounts:
     def __init__(self) -> None:
         self.runs = self.runs_failed = self.in_flight = self.events = 0
         self.failed = self.retried = self.ignored = 0
+        self.rejected = self.dead_letters = self.over_limit = 0
         self.by_action: dict[str, list[int]] = {}
 
     @property

@@ -10,7 +10,9 @@ publishes to Flink (``runtime/flink/metric_publisher.py``):
   ``toolCallLatencyMs`` (histograms), ``numOfRuns``, ``numOfRunsFailed``,
   ``numOfModelCalls``, ``numOfToolCalls``, ``numOfActionsFailed`` / ``Retried`` /
   ``Ignored`` (errors by outcome), ``numOfCallsReplayed`` (durable calls answered from the log
-  after a restore);
+  after a restore), ``numOfInputsRejected`` (records that could not become an input event),
+  ``numOfDeadLetters`` (runs set aside by the ``dead-letter`` strategy),
+  ``numOfRunsOverLimit`` (runs stopped by ``max-events-per-run`` / ``max-action-time-per-run``);
 - key-value group ``action`` = action name: ``numOfActionsExecuted`` (+``PerSec``); within
   it, group ``model`` = chat model resource name: ``promptTokens``, ``completionTokens``,
   ``retryCount``; group ``tool`` = tool name: ``numOfToolCalls``.
@@ -78,6 +80,9 @@ class AgentMetrics(RunObserver):
         view("numOfActionsFailed", lambda: counts.failed)
         view("numOfActionsRetried", lambda: counts.retried)
         view("numOfActionsIgnored", lambda: counts.ignored)
+        view("numOfInputsRejected", lambda: counts.rejected)
+        view("numOfDeadLetters", lambda: counts.dead_letters)
+        view("numOfRunsOverLimit", lambda: counts.over_limit)
         for action, cell in counts.by_action.items():
             view(
                 "numOfActionsExecuted",

@@ -18,6 +18,13 @@ def _level(value: Any) -> str:
     return level
 
 
+def _at_least(minimum: int) -> Any:
+    def check(value: int) -> str | None:
+        return None if value >= minimum else f"must be >= {minimum}"
+
+    return check
+
+
 def _writer(value: Any) -> str:
     writer = str(value).strip().lower()
     if writer not in ("auto", "process", "thread"):
@@ -53,42 +60,50 @@ class EventLogOptions:
         config_type=int,
         default=2000,
         description="at STANDARD level, longer strings of a payload are cut",
+        check=_at_least(1),
     )
     MAX_ARRAY_ELEMENTS: ConfigOption[int] = ConfigOption(
         key="event-log.standard.max-array-elements",
         config_type=int,
         default=20,
         description="at STANDARD level, longer lists of a payload are cut",
+        check=_at_least(1),
     )
     MAX_DEPTH: ConfigOption[int] = ConfigOption(
         key="event-log.standard.max-depth",
         config_type=int,
         default=5,
         description="at STANDARD level, deeper nesting of a payload is cut",
+        check=_at_least(1),
     )
     MAX_FILE_BYTES: ConfigOption[int] = ConfigOption(
         key="event-log.rotation.max-file-bytes",
         config_type=int,
         default=100 * 1024 * 1024,
-        description="a log file is rotated (.1, .2, ...) when it grows past this size",
+        description="a log file is rotated (.1, .2, ...) when it grows past this size "
+        "(bytes, at least 1024)",
+        check=_at_least(1024),
     )
     MAX_FILES: ConfigOption[int] = ConfigOption(
         key="event-log.rotation.max-files",
         config_type=int,
         default=5,
-        description="rotated files kept per subtask (older ones are deleted)",
+        description="rotated files kept per subtask (older ones are deleted; 0: none kept)",
+        check=_at_least(0),
     )
     QUEUE_SIZE: ConfigOption[int] = ConfigOption(
         key="event-log.queue-size",
         config_type=int,
         default=100_000,
         description="records waiting for the writer; more are dropped and counted",
+        check=_at_least(1),
     )
     FLUSH_MS: ConfigOption[int] = ConfigOption(
         key="event-log.flush-ms",
         config_type=int,
         default=200,
         description="how often the writer takes what is queued (ms)",
+        check=_at_least(1),
     )
     WRITER: ConfigOption[str] = ConfigOption(
         key="event-log.writer",

@@ -24,7 +24,7 @@ from pydantic_core import to_json, to_jsonable_python
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.runtime.metric_groups import SimpleMetricGroup
 from flink_agents.runtime.observability.event_log_options import EventLogOptions
-from flink_agents.secret_names import SECRET_NAME, SECRET_WORDS
+from flink_agents.secrets import MASK, Masker, is_secret_name, is_secret_value, json_may_hold_secret
 
 if TYPE_CHECKING:
     from flink_agents.runtime.observability.event_log import EventLogObserver
@@ -95,20 +95,17 @@ class _Limits:
         self.depth = config.get(EventLogOptions.MAX_DEPTH)
 
 
-def redact(value: Any, secrets: Sequence[str]) -> Any:
-    """``value`` (JSON form) with strings under secret-like keys (the plan's rule) and every
-    known secret value inside strings masked."""
-    return _clean(value, secrets, None, 0)[0]
+def redact(value: Any, secrets: Sequence[str] | Masker) -> Any:
+    """``value`` (JSON form) masked by the secret rule (``flink_agents/secrets.py``: strings
+    under secret names, credentials in text) and of every known secret value."""
+    masker = secrets if isinstance(secrets, Masker) else Masker(secrets)
+    return _clean(value, masker, None, 0)[0]
 
 
-def _clean(
-    value: Any, secrets: Sequence[str], limits: _Limits | None, depth: int
-) -> tuple[Any, bool]:
-    """One walk for both: redaction always, truncation when ``limits`` are given."""
+def _clean(value: Any, masker: Masker, limits: _Limits | None, depth: int) -> tuple[Any, bool]:
+    """One walk for both: masking always, truncation when ``limits`` are given."""
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, "***")
+        value = MASK if is_secret_value(value) else masker.mask(value)
         if limits is not None and len(value) > limits.string:
             return f"{value[: limits.string]}...[{len(value) - limits.string} more chars]", True
         return value, False
@@ -118,10 +115,12 @@ def _clean(
         cut = False
         out: dict[str, Any] = {}
         for k, v in value.items():
-            if isinstance(v, str) and v and isinstance(k, str) and SECRET_NAME.search(k):
-                out[k] = "***"
-                continue
-            out[k], c = _clean(v, secrets, limits, depth + 1)
+            if isinstance(k, str):
+                if isinstance(v, str) and v and is_secret_name(k):
+                    out[masker.mask(k)] = MASK
+                    continue
+                k = masker.mask(k)
+            out[k], c = _clean(v, masker, limits, depth + 1)
             cut = cut or c
         return out, cut
     if isinstance(value, list):
@@ -131,7 +130,7 @@ def _clean(
         items = value if limits is None else value[: limits.array]
         cleaned = []
         for v in items:
-            item, c = _clean(v, secrets, limits, depth + 1)
+            item, c = _clean(v, masker, limits, depth + 1)
             cleaned.append(item)
             cut = cut or c
         if limits is not None and len(value) > limits.array:
@@ -146,45 +145,6 @@ def _clean(
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _SEEN_NOTHING = (False, False)
 _ID_TYPE = {"id", "type"}
-# A key the plan's secret-name rule matches, followed by a string value: the rule ends with
-# ``$`` (which also matches before a final newline, written ``\n`` in JSON); were it not
-# anchored, any occurrence of it counts (conservative).
-_SECRET_KEY_PATTERN = (
-    "(?:" + SECRET_NAME.pattern[:-1] + r')(?:\\n)?":"'
-    if SECRET_NAME.pattern.endswith("$")
-    else SECRET_NAME.pattern
-)
-_SECRET_KEY = re.compile(_SECRET_KEY_PATTERN, SECRET_NAME.flags)
-# A key the rule matches, followed by a string value, is one of its words, an optional
-# ``s`` and ``\n`` (``$`` matches before a final newline), then ``":"``: on lowered ASCII
-# bytes, looking for those as substrings (the words first, then their endings) is exact
-# and several times faster than the pattern, which has no literal to start from (14.6 vs
-# ~2 us on the benchmark's run of 800 bytes).
-_SECRET_ENDINGS = tuple(
-    (
-        word.lower().encode(),
-        tuple(
-            word.lower().encode() + plural + newline + b'":"'
-            for plural in (b"", b"s")
-            for newline in (b"", b"\\n")
-        ),
-    )
-    for word in SECRET_WORDS
-)
-
-
-def _secret_key_in(data: bytes) -> bool:
-    """Whether a key of ``data`` (JSON) the secret-name rule matches has a string value
-    (conservative: True when in doubt)."""
-    if data.isascii():
-        lowered = data.lower()
-        for word, endings in _SECRET_ENDINGS:
-            if word in lowered:
-                for ending in endings:
-                    if ending in lowered:
-                        return True
-        return False
-    return _SECRET_KEY.search(data.decode()) is not None
 
 
 def _needs_escape(text: str) -> bool:
@@ -238,7 +198,8 @@ class _Writer:
             config = observer.config
         self.observer = observer
         self.path = path
-        self.secrets = [s for s in secrets if isinstance(s, str) and s]
+        self.masker = Masker(s for s in secrets if isinstance(s, str))
+        self.secrets = list(self.masker.known)
         # The fast path looks for secrets in JSON bytes: only those written as themselves.
         self._secret_bytes: list[bytes] | None = (
             None
@@ -338,7 +299,7 @@ class _Writer:
                 if kind == "event":
                     item = records[i : i + 11]
                     line = self._event_line(head, item, seen) or to_json(
-                        self._event_record(key, run_id, item), fallback=str
+                        self._event_record(key, run_id, item), fallback=str, inf_nan_mode="null"
                     )
                 elif kind == "action":
                     _, ts, action, event_id, event_type, seconds, error, outcome = records[
@@ -372,7 +333,9 @@ class _Writer:
                             names.get(call_kind) or named(call_kind),
                             names.get(call_name) or named(call_name),
                             to_json(_ms(seconds)),
-                            b"null" if usage is None else to_json(usage, fallback=str),
+                            b"null"
+                            if usage is None
+                            else to_json(usage, fallback=str, inf_nan_mode="null"),
                             b"null" if error is None else self._error_json(error),
                             b"true" if replayed else b"false",
                         )
@@ -396,20 +359,21 @@ class _Writer:
         secret in the key masked."""
         return b'%s"key":%s,"runId":%s,"timestamp":' % (
             self._ids,
-            to_json(self._key_value(key), fallback=str),
+            to_json(self._key_value(key), fallback=str, inf_nan_mode="null"),
             to_json(run_id),
         )
 
     def _key_value(self, key: Any) -> Any:
         """The key as written: a JSON value (else its repr), secrets in it masked."""
         key = _key(key)
-        if self.secrets and isinstance(key, str):
-            key = redact(key, self.secrets)
+        if isinstance(key, str):
+            key = self.masker.mask(key)
         return key
 
     def _error_line(self, exc: BaseException) -> bytes:
         return json.dumps(
-            {"record": "error", "error": _error(exc), **self.ids}, default=str
+            {"record": "error", "error": self.masker.mask(_error(exc) or ""), **self.ids},
+            default=str,
         ).encode()
 
     def _name(self, value: Any) -> bytes:
@@ -422,7 +386,7 @@ class _Writer:
         return json_
 
     def _error_json(self, error: str) -> bytes:
-        return to_json(redact(error, self.secrets))
+        return to_json(self.masker.mask(error))
 
     def _seen(self, bodies: list[Any]) -> tuple[bool, bool]:
         """``(secret-free, long-string-free)`` of all these bodies' JSON together
@@ -435,7 +399,7 @@ class _Writer:
         """Whether ``data`` (JSON) certainly holds no secret value and no string under a
         secret-like key (conservative)."""
         secrets = self._secret_bytes
-        if secrets is None or _secret_key_in(data):
+        if secrets is None or json_may_hold_secret(data):
             return False
         return not any(secret in data for secret in secrets)
 
@@ -483,7 +447,7 @@ class _Writer:
         if seconds is not None:
             fields += b',"durationMs":' + to_json(_ms(seconds))
         if usage is not None:
-            fields += b',"usage":' + to_json(usage, fallback=str)
+            fields += b',"usage":' + to_json(usage, fallback=str, inf_nan_mode="null")
         return fields
 
     def _event_line(
@@ -541,7 +505,7 @@ class _Writer:
                 for k in ("id", "type"):
                     payload.pop(k, None)
         payload, truncated = _clean(
-            payload, self.secrets, self.limits if level == "STANDARD" else None, 0
+            payload, self.masker, self.limits if level == "STANDARD" else None, 0
         )
         record: dict[str, Any] = {"record": "event"}
         record.update(self.ids)
@@ -569,8 +533,8 @@ class _Writer:
         start = 0  # lines before it are written
         try:
             if self._file is None:
-                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-                self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
+                os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+                self._file = _open_private(self.path)
                 self._size = self._file.tell()
             size = self._size
             if size + sum(map(len, lines)) + len(lines) <= self.max_bytes:
@@ -622,8 +586,21 @@ class _Writer:
                 if os.path.exists(f"{self.path}.{i}"):
                     os.replace(f"{self.path}.{i}", f"{self.path}.{i + 1}")
             os.replace(self.path, f"{self.path}.1")
-        self._file = open(self.path, "ab")  # noqa: SIM115 - kept open
+        self._file = _open_private(self.path)
         self._size = 0
+
+
+def _open_private(path: str) -> Any:
+    """``path`` opened for appending, readable and writable by its owner only (0600: the
+    default directory ``<tmp>/flink-agents`` is shared; a file made earlier with wider
+    permissions is narrowed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass  # not ours to change: written as it is
+    return os.fdopen(fd, "ab")
 
 
 def warn_write_error(path: str, error: str) -> None:

@@ -2,15 +2,21 @@
 
 :func:`load_runs` reads every ``events-*.log`` file of a directory (rotated ones too) and
 groups the records by run; a call belongs to the execution of its action during which it
-started. :func:`render_text` prints a run as a tree with durations and tokens;
-:func:`render_html` writes a self-contained page (inline CSS and JavaScript, no network)
-with a timeline of the runs, their actions and their model and tool calls.
+started. Lines that are not JSON or not records of the shape the event log writes (a file
+cut by a crash, a file edited by hand) are skipped and counted (:func:`load_trace`).
+:func:`render_text` prints a run as a tree with durations and tokens, control characters of
+the data escaped (a log is data: it must not drive the terminal); :func:`render_html`
+writes a self-contained page (inline CSS and JavaScript, no network) with a timeline of the
+runs, their actions and their model and tool calls, its data block escaped so that no text
+inside it can end the script.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,36 +94,109 @@ def _files(log_dir: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def read_records(log_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+@dataclass
+class ReadStats:
+    """What reading an event log skipped.
+
+    Attributes:
+        lines: non-empty lines read.
+        not_json: lines that are not JSON objects (a line cut by a crash).
+        bad_records: JSON lines that are no record of the event log's shape (a field of
+            the wrong type: a file edited or written by something else).
+    """
+
+    lines: int = 0
+    not_json: int = 0
+    bad_records: int = 0
+
+    @property
+    def skipped(self) -> int:
+        """Lines skipped in all."""
+        return self.not_json + self.bad_records
+
+
+_NUMBERS = ("timestamp", "durationMs", "actionStart")
+
+
+def _checked(record: Any) -> dict[str, Any] | None:
+    """``record`` when it has the shape the trace reads (a string run id, finite numbers
+    where numbers belong), with those numbers as floats; else None."""
+    if not isinstance(record, dict) or not isinstance(record.get("runId"), str):
+        return None
+    if "timestamp" not in record:
+        return None
+    for name in _NUMBERS:
+        value = record.get(name)
+        if value is None and name != "timestamp":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if not math.isfinite(value):
+            return None
+        record[name] = float(value)
+    usage = record.get("usage")
+    if usage is not None and not (
+        isinstance(usage, dict)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in usage.values())
+    ):
+        return None
+    return record
+
+
+def read_records(
+    log_dir: str | os.PathLike[str], stats: ReadStats | None = None
+) -> list[dict[str, Any]]:
     """Every record of the event log files in ``log_dir`` (or of one file), by time.
-    Lines that are not JSON (a file cut by a crash) are skipped."""
+    Lines that are not JSON, or not of a record's shape, are skipped (counted in
+    ``stats`` when given)."""
+    stats = stats if stats is not None else ReadStats()
     records: list[dict[str, Any]] = []
     for file in _files(log_dir):
         with open(file, encoding="utf-8", errors="replace") as f:
             for line in f:
+                if not line.strip():
+                    continue
+                stats.lines += 1
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
+                    stats.not_json += 1
                     continue
-                if isinstance(record, dict) and "runId" in record:
-                    records.append(record)
-    records.sort(key=lambda r: float(r.get("timestamp") or 0))
+                if not isinstance(record, dict):
+                    stats.not_json += 1
+                    continue
+                if "runId" not in record:
+                    continue  # an error record of the writer, not a run's
+                checked = _checked(record)
+                if checked is None:
+                    stats.bad_records += 1
+                    continue
+                records.append(checked)
+    records.sort(key=lambda r: r["timestamp"])
     return records
 
 
 def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[Run]:
     """The runs in the event log, by start time (only those of ``key`` when given; keys
     are compared as text)."""
+    return load_trace(log_dir, key)[0]
+
+
+def load_trace(
+    log_dir: str | os.PathLike[str], key: str | None = None
+) -> tuple[list[Run], ReadStats]:
+    """:func:`load_runs` and what reading skipped."""
+    stats = ReadStats()
     runs: dict[str, Run] = {}
     calls: dict[str, list[tuple[str, Call]]] = {}
-    for r in read_records(log_dir):
+    for r in read_records(log_dir, stats):
         if key is not None and str(r.get("key")) != key:
             continue
         run_id = r["runId"]
         run = runs.get(run_id)
         if run is None:
             run = runs[run_id] = Run(
-                r.get("key"), run_id, float(r["timestamp"]), None, "running", None,
+                r.get("key"), run_id, r["timestamp"], None, "running", None,
                 r.get("jobId"), r.get("subtask"),
             )  # fmt: skip
         kind = r.get("record")
@@ -126,14 +205,14 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
         elif kind == "call":
             calls.setdefault(run_id, []).append(
                 (
-                    r.get("action") or "",
+                    str(r.get("action") or ""),
                     Call(
-                        r.get("kind", "call"),
+                        str(r.get("kind", "call")),
                         str(r.get("name")),
-                        float(r["timestamp"]),
-                        float(r.get("durationMs") or 0),
+                        r["timestamp"],
+                        r.get("durationMs") or 0.0,
                         r.get("usage"),
-                        r.get("error"),
+                        _text_or_none(r.get("error")),
                         bool(r.get("replayed")),
                     ),
                 )
@@ -144,17 +223,17 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
                     str(r.get("action")),
                     str(r.get("eventType")),
                     str(r.get("eventId")),
-                    float(r["timestamp"]),
-                    float(r.get("durationMs") or 0),
-                    r.get("error"),
-                    r.get("outcome"),
+                    r["timestamp"],
+                    r.get("durationMs") or 0.0,
+                    _text_or_none(r.get("error")),
+                    _text_or_none(r.get("outcome")),
                 )
             )
         elif kind == "run":
-            run.start = float(r["timestamp"])
-            run.duration_ms = float(r.get("durationMs") or 0)
+            run.start = r["timestamp"]
+            run.duration_ms = r.get("durationMs") or 0.0
             run.status = str(r.get("status"))
-            run.error = r.get("error")
+            run.error = _text_or_none(r.get("error"))
     for run_id, run in runs.items():
         _actions_from_events(run)
         run.actions.sort(key=lambda a: a.start)
@@ -168,7 +247,11 @@ def load_runs(log_dir: str | os.PathLike[str], key: str | None = None) -> list[R
             action = by_trigger.get((parent, sender))
             if action is not None:
                 action.sent.append(str(event.get("eventType")))
-    return sorted(runs.values(), key=lambda r: r.start)
+    return sorted(runs.values(), key=lambda r: r.start), stats
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _actions_from_events(run: Run) -> None:
@@ -191,8 +274,8 @@ def _actions_from_events(run: Run) -> None:
                 str(name),
                 types.get(trigger, "?"),
                 trigger,
-                float(start if start is not None else event["timestamp"]),
-                float(event.get("durationMs") or 0),
+                start if start is not None else event["timestamp"],
+                event.get("durationMs") or 0.0,
             )
         )
 
@@ -219,16 +302,33 @@ def _tokens(usage: dict[str, int] | None) -> str:
     return f" tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}"
 
 
+# C0 and C1 control characters, DEL, and the bidirectional overrides and isolates (which
+# reorder what a terminal shows): written as escapes.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(value: Any) -> str:
+    """``value`` as text for a terminal: control characters (escape sequences, carriage
+    returns, bidirectional overrides) written as ``\\xNN`` / ``\\uNNNN``."""
+    return _CONTROL.sub(_escape_control, str(value))
+
+
 def render_text(runs: list[Run]) -> str:
-    """The runs as indented trees: run, actions (with the events they sent), calls."""
+    """The runs as indented trees: run, actions (with the events they sent), calls. Run
+    ids are shown whole (the runs of one runner share a prefix); text from the log is
+    shown with its control characters escaped."""
     lines: list[str] = []
     for run in runs:
         prompt, completion = run.tokens
         tokens = f" tokens {prompt}+{completion}" if prompt or completion else ""
         error = f" error: {run.error}" if run.error else ""
         lines.append(
-            f"run {run.run_id[:12]} key={run.key!r} {_ms(run.duration_ms)} {run.status}"
-            f"{tokens}{error}"
+            f"run {run.run_id} key={run.key!r} {_ms(run.duration_ms)} {run.status}{tokens}{error}"
         )
         for action in run.actions:
             sent = f" -> {', '.join(action.sent)}" if action.sent else ""
@@ -243,7 +343,7 @@ def render_text(runs: list[Run]) -> str:
                     f"    {call.kind} {call.name} {_ms(call.duration_ms)}"
                     f"{_tokens(call.usage)}{flags}"
                 )
-    return "\n".join(lines)
+    return "\n".join(safe_text(line) for line in lines)
 
 
 def _as_json(runs: list[Run]) -> list[dict[str, Any]]:
@@ -290,9 +390,37 @@ def _as_json(runs: list[Run]) -> list[dict[str, Any]]:
 _PAGE = Path(__file__).with_name("trace_page.html")
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None (strict JSON for the page)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+# Characters that could end the script or start markup inside it (``</script>``,
+# ``<!--``), and the line separators older JavaScript parsers choke on: JSON escapes.
+_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                  "\u2029": "\\u2029"}  # fmt: skip
+_SCRIPT_UNSAFE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON safe inside an HTML ``<script>`` element: strict (no NaN), with
+    ``<``, ``>``, ``&`` and the line separators escaped everywhere."""
+    text = json.dumps(_finite(value), default=str, allow_nan=False)
+    return _SCRIPT_UNSAFE_RE.sub(lambda m: _SCRIPT_UNSAFE[m.group()], text)
+
+
 def render_html(runs: list[Run], title: str = "flink-agents trace") -> str:
     """One self-contained HTML page with a timeline of ``runs``."""
-    data = json.dumps(_as_json(runs), default=str).replace("</", "<\\/")
+    data = script_json(_as_json(runs))
     page = _PAGE.read_text(encoding="utf-8")
-    safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return page.replace("__TITLE__", safe_title).replace("__DATA__", data)
+    safe_title = (
+        title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    )
+    parts = {"__TITLE__": safe_title, "__DATA__": data}
+    return re.sub("__TITLE__|__DATA__", lambda m: parts[m.group()], page)

@@ -4,7 +4,9 @@ import java.util.Arrays;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.api.typeinfo.python.PickledByteArrayTypeInfo;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.util.OutputTag;
 
 /**
  * Follows the agent operator: unwraps its packed {@code (timestamp code, pickled output)} pairs
@@ -23,8 +25,9 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * byte[]} crosses from Python per output, instead of a tuple converted field by field.
  *
  * <p>Timestamp codes: {@link #KEEP} (the output was emitted while its input was processed, so the
- * record already has the input's timestamp), {@link #NONE} (the input had no timestamp), else the
- * timestamp to set.
+ * record already has the input's timestamp), {@link #NONE} (the input had no timestamp), {@link
+ * #DEAD_LETTER} (not an output: a dead letter, a failed run set aside, which goes to the side output
+ * {@link #DEAD_LETTERS}), else the timestamp to set.
  *
  * <p>Watermarks: like a {@code WatermarkStrategy.noWatermarks()} assigner, only the final
  * watermark ({@code Long.MAX_VALUE}, end of a bounded input) is forwarded; upstream watermarks
@@ -44,6 +47,14 @@ public final class CarriedTimestampOperator extends AbstractStreamOperator<byte[
     /** The input had no timestamp. */
     public static final long NONE = Long.MIN_VALUE + 1;
 
+    /** Not an output but a dead letter: it goes to the side output {@link #DEAD_LETTERS}. */
+    public static final long DEAD_LETTER = Long.MIN_VALUE + 2;
+
+    /** The side output of dead letters (pickled {@code DeadLetter} objects, no timestamp). */
+    public static final OutputTag<byte[]> DEAD_LETTERS =
+            new OutputTag<>(
+                    "flink-agents-dead-letters", PickledByteArrayTypeInfo.PICKLED_BYTE_ARRAY_TYPE_INFO);
+
     /** Length of the timestamp code in front of the pickled output. */
     static final int HEAD = 8;
 
@@ -59,10 +70,13 @@ public final class CarriedTimestampOperator extends AbstractStreamOperator<byte[
         this.carry = carry;
     }
 
+    private transient StreamRecord<byte[]> letter;
+
     @Override
     public void open() throws Exception {
         super.open();
         out = new StreamRecord<>(null);
+        letter = new StreamRecord<>(null);
     }
 
     /** The timestamp code at the head of a packed pair. */
@@ -81,8 +95,16 @@ public final class CarriedTimestampOperator extends AbstractStreamOperator<byte[
     @Override
     public void processElement(StreamRecord<byte[]> element) throws Exception {
         byte[] packed = element.getValue();
-        long ts = carry ? code(packed) : KEEP;
+        long ts = code(packed);
         byte[] value = Arrays.copyOfRange(packed, HEAD, packed.length);
+        if (ts == DEAD_LETTER) {
+            letter.replace(value);
+            output.collect(DEAD_LETTERS, letter);
+            return;
+        }
+        if (!carry) {
+            ts = KEEP;
+        }
         if (ts == KEEP) {
             // Python operators upstream mark "no timestamp" as Long.MIN_VALUE.
             if (element.hasTimestamp() && element.getTimestamp() != Long.MIN_VALUE) {
