@@ -455,7 +455,8 @@ class AgentExecutionOptions:
         config_type=int,
         default=5,
         description="Flink, thread mode: the longest an input waits for its batch to fill (ms). "
-        "An input that arrives after no input for at least this long is handed over at once "
+        "An input that arrives after the operator was idle (no input, no batch in Python) for "
+        "at least this long is handed over at once "
         "(at a low rate no input waits for a batch that will not fill).",
         check=_positive,
     )

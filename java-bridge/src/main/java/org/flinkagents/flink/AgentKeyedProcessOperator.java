@@ -111,9 +111,10 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     private transient boolean flushScheduled;
 
     /**
-     * When the last input arrived ({@link System#nanoTime}): an input that comes after a gap of
-     * at least {@code batch.linger-ms} goes to Python at once instead of waiting for a batch that
-     * a slow input would not fill (the low-rate latency).
+     * When the last input arrived or the last batch was processed ({@link System#nanoTime}): an
+     * input that comes after an idle gap of at least {@code batch.linger-ms} goes to Python at
+     * once instead of waiting for a batch that a slow input would not fill (the low-rate
+     * latency).
      */
     private transient long lastInputNanos;
 
@@ -336,6 +337,9 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
             }
             collector.collect(outputConverter.toInternal(output));
         }
+        // The gap that sends an input at once is idle time: the time spent on this batch does
+        // not count (a batch that takes longer than the linger is not followed by one of one).
+        lastInputNanos = System.nanoTime();
     }
 
     @Override
