@@ -129,6 +129,12 @@ def mcp_server(func: _F) -> _F:
     return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.MCP_SERVER))
 
 
+def skills(func: _F) -> _F:
+    """Mark a method returning a :class:`~flink_agents.api.skills.Skills` (where the agent's
+    skills come from); several are merged."""
+    return _mark(func, RESOURCE_ATTR, ResourceMarker(ResourceType.SKILLS))
+
+
 def model_interceptor(func: _F) -> _F:
     """Mark a static method ``(request, call_next) -> reply`` as a model interceptor of the
     agent (see :mod:`flink_agents.api.interceptors`); the method name is its name."""

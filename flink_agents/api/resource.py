@@ -29,6 +29,7 @@ class ResourceType(str, Enum):
     EMBEDDING_MODEL_CONNECTION = "embedding_model_connection"
     VECTOR_STORE = "vector_store"
     MCP_SERVER = "mcp_server"
+    SKILLS = "skills"
 
 
 #: Arguments of a resource that name other resources, by the resource's type: what the plan

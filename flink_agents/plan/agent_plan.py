@@ -380,6 +380,7 @@ class AgentPlan(BaseModel):
             PlanValidationError: with every problem found.
         """
         from flink_agents.plan.actions import BUILTIN_ACTIONS
+        from flink_agents.plan.skills import add_skills
 
         if not isinstance(config, AgentConfiguration):
             config = AgentConfiguration(config)
@@ -444,6 +445,7 @@ class AgentPlan(BaseModel):
         for source in (resources or {}), agent.resources:
             for rtype, by_name in source.items():
                 merged.setdefault(ResourceType(rtype), {}).update(by_name)
+        problems += add_skills(merged)
         providers: dict[ResourceType, dict[str, ResourceProvider]] = {}
         for rtype, by_name in merged.items():
             for name, value in by_name.items():

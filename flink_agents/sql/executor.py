@@ -19,7 +19,7 @@ Output of the statements:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from flink_agents.errors import CatalogError, ConfigurationError
 from flink_agents.sql.catalog import (
@@ -35,6 +35,7 @@ from flink_agents.sql.catalog import (
 )
 from flink_agents.sql.models import ModelResources, model_resources
 from flink_agents.sql.options import (
+    API_KEY,
     agent_settings,
     check_connection_options,
     check_tool_options,
@@ -63,7 +64,7 @@ from flink_agents.sql.statements import (
     ShowCreate,
     SqlStatement,
 )
-from flink_agents.sql.tools import FlinkFunctionTool
+from flink_agents.sql.tools import function_tool
 
 
 class Host(Protocol):
@@ -76,9 +77,21 @@ class Host(Protocol):
         """The function's identifier as stored (``cat.db.f``, or ``f`` for a temporary
         system function); :class:`CatalogError` listing the functions when unknown."""
 
+    def function_language(self, function: str) -> str:
+        """``python`` or ``java``: the language of the function's implementation."""
+
     def python_function(self, function: str) -> bytes:
         """The serialized form of a Python scalar function; :class:`CatalogError` when it
-        is not one (a Java function, a table function...)."""
+        is not one (a table function...)."""
+
+    def java_function(
+        self, function: str, name: str, description: str
+    ) -> tuple[str, dict[str, Any]]:
+        """A Java scalar function's class and its tool metadata (``description``,
+        ``args_schema``); :class:`CatalogError` saying why it cannot be a tool."""
+
+    def execution_mode(self) -> str:
+        """``python.execution-mode`` the job will run with (``thread`` or ``process``)."""
 
     def resolve_model(self, name: Name) -> ObjectIdentifier:
         """The model's identifier; :class:`CatalogError` listing the models when unknown."""
@@ -194,35 +207,29 @@ class StatementExecutor:
         return ident
 
     # -- tools ---------------------------------------------------------------------------------
-    def _function_tool(self, tool: CatalogTool, name: str) -> None:
-        """Check that the tool's function loads and can be described to a model."""
-        assert tool.function is not None
-        FlinkFunctionTool.create(
-            name,
-            tool.function,
-            self.host.python_function(tool.function),
-            tool.options.get("description"),
-        )
-
     def _check_tool(self, tool: CatalogTool, name: str) -> None:
-        check_tool_options(tool.tool_type, tool.options)
         if tool.function is not None:
-            self._function_tool(tool, name)
+            check_tool_options(tool.tool_type, tool.options)
+            # The function loads and can be described to a model (a Java one: in thread mode)
+            function_tool(self.host, name, tool.function, tool.options.get("description"))
         elif tool.connection is not None:
             conn = self.catalog.get_connection(tool.connection)
-            if connection_type(conn.options) != "mcp":
+            kind = connection_type(conn.options)
+            if kind not in ("mcp", API_KEY):
                 raise ConfigurationError(
                     f"connection {tool.connection} is of type "
                     f"'{conn.options.get('type', '')}': a tool USING CONNECTION needs an "
-                    "'mcp' connection"
+                    f"'mcp' connection (the server) or an '{API_KEY}' connection (its key; the "
+                    "tool's 'endpoint' names the server)"
                 )
+            check_tool_options(tool.tool_type, tool.options, kind)
 
     def _create_tool(self, statement: CreateTool) -> SqlResult:
         ident = self.identifier(statement.name)
         if statement.function is None and statement.connection is None:
             raise CatalogError(
-                f"tool {ident} needs USING FUNCTION f (a Python function of Flink's catalog) "
-                "or USING CONNECTION c (an mcp connection)"
+                f"tool {ident} needs USING FUNCTION f (a Python or Java scalar function of "
+                "Flink's catalog) or USING CONNECTION c (an mcp or api-key connection)"
             )
         if statement.if_not_exists and self.catalog.exists("tool", ident):
             return SqlResult()

@@ -41,7 +41,10 @@ scripted    ``respond`` (``module:function`` of ``(messages, tools) -> reply``),
 ==========  ===================================================================================
 
 Every provider also takes ``provider``, ``connection`` and Flink's ``task``; any other key is
-an error naming the supported ones.
+an error naming the supported ones. ``api_key`` (the FLIP draft's spelling) is ``api-key``,
+``api_key_env`` is ``api-key-env``. The ``'connection'`` option names a connection of the
+model's provider type (endpoint and credentials) or an ``'api-key'`` connection (the key
+alone).
 """
 
 from __future__ import annotations
@@ -52,7 +55,13 @@ from typing import Any
 
 from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.errors import ConfigurationError
-from flink_agents.sql.options import duration_seconds, secret_from
+from flink_agents.sql.options import (
+    API_KEY,
+    connection_type,
+    duration_seconds,
+    normalized,
+    secret_from,
+)
 
 _INTEGRATIONS = "flink_agents.integrations.chat_models."
 _CLASSES = {
@@ -345,14 +354,19 @@ def model_resources(
     """
     where = f"model {name}"
     provider = _provider(options, where)
-    merged = dict(options)
-    if connection is not None:
-        conn_type = connection.get("type", "").lower()
-        if conn_type != provider:
+    try:
+        merged = normalized(options)
+        conn = normalized(connection) if connection is not None else None
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
+    if conn is not None:
+        conn_type = connection_type(conn)
+        if conn_type not in (provider, API_KEY):
             raise ConfigurationError(
-                f"{where}: its connection is of type '{conn_type}', not '{provider}'"
+                f"{where}: its connection is of type '{conn_type}', not '{provider}' (or "
+                f"'{API_KEY}', a connection holding only the key)"
             )
-        for key, value in connection.items():
+        for key, value in conn.items():
             if key != "type":
                 merged.setdefault(key, value)
     try:

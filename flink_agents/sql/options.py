@@ -14,7 +14,7 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flink_agents.api.core_options import (
@@ -61,20 +61,35 @@ def duration_seconds(value: str, key: str) -> float:
     return seconds
 
 
-def _integer(value: str, key: str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = minimum - 1
-    if number < minimum:
-        raise ConfigurationError(f"option '{key}' = '{value}' must be an integer >= {minimum}")
-    return number
-
-
 def _unknown(key: str, where: str, supported: list[str]) -> ConfigurationError:
     return ConfigurationError(
         f"unknown option '{key}' for {where}; supported: {', '.join(sorted(supported))}"
     )
+
+
+# -- aliases -----------------------------------------------------------------------------------
+
+#: Option keys accepted in another spelling: the FLIP draft writes ``'api_key'`` where our
+#: options (like Flink's own, ``'api-key'``) use hyphens. The stored definition keeps what was
+#: written; checks and resources read the canonical key.
+OPTION_ALIASES = {"api_key": "api-key", "api_key_env": "api-key-env"}
+
+
+def normalized(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with alias keys (``api_key``) replaced by their canonical key (``api-key``).
+
+    Raises:
+        ConfigurationError: a key is given in both spellings.
+    """
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        canonical = OPTION_ALIASES.get(key, key)
+        if canonical in out:
+            raise ConfigurationError(
+                f"option '{canonical}' is given twice (as '{key}' too): give it once"
+            )
+        out[canonical] = value
+    return out
 
 
 # -- agents ------------------------------------------------------------------------------------
@@ -87,10 +102,10 @@ CONFIG_KEYS: dict[str, ConfigOption[Any]] = {
     for opt in vars(holder).values()
     if isinstance(opt, ConfigOption)
 }
-#: Options of the SQL agent itself.
+#: Options of the SQL agent itself (the default provider's; see
+#: :class:`flink_agents.sql.providers.DefaultAgentProvider`).
 MEMORY_TURNS = "memory-turns"
 DESCRIPTION = "description"
-_AGENT_KEYS = {MEMORY_TURNS: "10", DESCRIPTION: ""}
 _ALIASES = {"max_iterations": "max-iterations"}
 
 
@@ -100,54 +115,100 @@ class AgentSettings:
 
     Attributes:
         memory_turns: earlier exchanges of the same ``PARTITION BY`` key sent to the model
-            with each input (0: none).
+            with each input (0: none; the default provider's option, 0 for others).
         config: agents configuration values (``max-iterations``, ``error-handling-strategy``...).
+        provider: the agent provider's name (``'provider'`` option; ``default``).
+        options: the provider's own options (neither ``provider`` nor configuration keys).
     """
 
     memory_turns: int
     config: dict[str, Any]
+    provider: str = "default"
+    options: dict[str, str] = field(default_factory=dict)
 
 
 def agent_settings(*option_maps: Mapping[str, str]) -> AgentSettings:
-    """Check and combine agent options (later maps override earlier ones).
+    """Check and combine agent options (later maps, an ``agent_run`` call's ``CONFIG``,
+    override earlier ones): the provider's own options are checked by the provider.
 
     Raises:
-        ConfigurationError: an unknown key or a bad value.
+        ConfigurationError: an unknown provider or key, or a bad value.
     """
+    from flink_agents.sql.providers import (
+        DEFAULT,
+        PROVIDER,
+        DefaultAgentProvider,
+        agent_provider,
+    )
+
     merged: dict[str, str] = {}
-    for options in option_maps:
+    for i, options in enumerate(option_maps):
         for key, value in options.items():
+            if key == PROVIDER and i > 0:
+                raise ConfigurationError(
+                    "the 'provider' of an agent cannot be changed per call: ALTER AGENT a SET "
+                    "('provider' = '...') or create another agent"
+                )
             merged[_ALIASES.get(key, key)] = value
-    supported = [*_AGENT_KEYS, *CONFIG_KEYS]
+    name = merged.pop(PROVIDER, "").strip() or DEFAULT
+    provider = agent_provider(name)
     config: dict[str, Any] = {}
+    own: dict[str, str] = {}
     for key, value in merged.items():
-        if key in _AGENT_KEYS:
-            continue
         option = CONFIG_KEYS.get(key)
         if option is None:
-            raise _unknown(key, "an agent", supported)
-        config[key] = option.coerce(value)  # a bad value: ConfigurationError naming it
-    turns = _integer(merged.get(MEMORY_TURNS, _AGENT_KEYS[MEMORY_TURNS]), MEMORY_TURNS, 0)
+            own[key] = value
+        else:
+            config[key] = option.coerce(value)  # a bad value: ConfigurationError naming it
+    provider.check_options(own)
     AgentConfiguration(config)  # every value once more through the configuration's own check
-    return AgentSettings(memory_turns=turns, config=config)
+    turns = (
+        DefaultAgentProvider.memory_turns(own) if isinstance(provider, DefaultAgentProvider) else 0
+    )
+    return AgentSettings(memory_turns=turns, config=config, provider=name, options=own)
 
 
 # -- tools -------------------------------------------------------------------------------------
 
 _FUNCTION_TOOL_KEYS = ("type", "description")
 _MCP_TOOL_KEYS = ("type", "allowed_tools", "read_timeout")
+#: An MCP tool whose connection only holds a key (``'type' = 'api-key'``) names the server.
+_ENDPOINT_KEYS = ("endpoint", "url")
 
 
-def check_tool_options(tool_type: str, options: Mapping[str, str]) -> None:
+def check_tool_options(
+    tool_type: str, options: Mapping[str, str], connection_type: str | None = None
+) -> None:
     """Check a tool's options (``function`` or ``mcp`` tool).
 
+    Args:
+        tool_type: ``function`` or ``mcp``.
+        options: the tool's ``WITH`` options.
+        connection_type: the type of the connection of an ``mcp`` tool (``mcp`` or
+            ``api-key``); an ``api-key`` connection holds only the key, so the tool names the
+            server (``'endpoint'``).
+
     Raises:
-        ConfigurationError: an unknown key, a ``type`` that does not match the tool, or a
-            bad value.
+        ConfigurationError: an unknown key, a ``type`` that does not match the tool, a
+            missing endpoint, or a bad value.
     """
     keys = _FUNCTION_TOOL_KEYS if tool_type == "function" else _MCP_TOOL_KEYS
+    if tool_type == "mcp" and connection_type == API_KEY:
+        keys = (*keys, *_ENDPOINT_KEYS)
+        if not any(options.get(k, "").strip() for k in _ENDPOINT_KEYS):
+            raise ConfigurationError(
+                "an mcp tool USING CONNECTION of an 'api-key' connection needs the server's "
+                "address in its own options: add 'endpoint' = 'https://host/mcp' to its WITH "
+                "(the connection holds only the key)"
+            )
     for key in options:
         if key not in keys:
+            if tool_type == "mcp" and key in _ENDPOINT_KEYS:
+                raise ConfigurationError(
+                    f"option '{key}' of an mcp tool is for a tool whose connection is an "
+                    "'api-key' connection; this tool's connection is an 'mcp' connection, "
+                    "which names the server itself ('endpoint' or 'command')"
+                )
             raise _unknown(key, f"a {tool_type} tool", list(keys))
     declared = options.get("type", tool_type).lower()
     if declared == "mcp_server":
@@ -184,10 +245,19 @@ _MCP_KEYS = (
 )
 
 
+#: The type of a connection that holds a key and nothing else (the FLIP draft's
+#: ``'type' = 'api-key'``): a model (``'connection' = 'c'``) or an MCP tool (``USING
+#: CONNECTION c``) takes its key from it.
+API_KEY = "api-key"
+_API_KEY_KEYS = ("type", "api-key", "api-key-env")
+_TYPE_ALIASES = {"mcp_server": "mcp", "api_key": API_KEY, "apikey": API_KEY}
+
+
 def connection_type(options: Mapping[str, str]) -> str:
-    """The connection's ``type`` (``mcp`` for ``mcp_server`` too)."""
+    """The connection's ``type``, lower case (``mcp`` for ``mcp_server``, ``api-key`` for
+    ``api_key``)."""
     kind = options.get("type", "").strip().lower()
-    return "mcp" if kind == "mcp_server" else kind
+    return _TYPE_ALIASES.get(kind, kind)
 
 
 def check_connection_options(options: Mapping[str, str]) -> None:
@@ -198,10 +268,21 @@ def check_connection_options(options: Mapping[str, str]) -> None:
     """
     from flink_agents.sql.models import PROVIDERS, check_provider_options
 
+    options = normalized(options)
     kind = connection_type(options)
-    types = ["mcp", *PROVIDERS]
+    types = ["mcp", API_KEY, *PROVIDERS]
     if not kind:
         raise ConfigurationError(f"a connection needs a 'type' option: one of {', '.join(types)}")
+    if kind == API_KEY:
+        for key in options:
+            if key not in _API_KEY_KEYS:
+                raise _unknown(key, "an api-key connection", list(_API_KEY_KEYS))
+        if bool(options.get("api-key")) == bool(options.get("api-key-env")):
+            raise ConfigurationError(
+                "an api-key connection needs either 'api-key' (the key) or 'api-key-env' (an "
+                "environment variable holding it), not both"
+            )
+        return
     if kind == "mcp":
         for key in options:
             if key not in _MCP_KEYS:
@@ -246,6 +327,12 @@ def mcp_server_arguments(
     Raises:
         ConfigurationError: neither or both of ``endpoint`` and ``command``, or bad ``args``.
     """
+    connection = normalized(connection)
+    if connection_type(connection) == API_KEY:  # the key's; the server is the tool's
+        connection = {
+            **{k: v for k, v in connection.items() if k != "type"},
+            "endpoint": tool_options.get("endpoint") or tool_options.get("url") or "",
+        }
     url = connection.get("endpoint") or connection.get("url")
     command = connection.get("command")
     if bool(url) == bool(command):

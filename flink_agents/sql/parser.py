@@ -174,6 +174,16 @@ class _Parser:
             pairs.append((key, self.string(f"a value in quotes for option '{key}'")))
             if self.accept_symbol(")"):
                 return tuple(pairs)
+            if self.peek().kind is TokenKind.STRING and self.peek(1).is_symbol("="):
+                # 'a' = 'x' 'b' = 'y': the FLIP draft's example misses a comma like this
+                nxt = self.peek()
+                raise SqlParseError(
+                    f"expected ',' between options '{key}' and '{nxt.value}' (the options of "
+                    f"a WITH list are separated by commas), found {nxt.describe()}",
+                    line=nxt.line,
+                    column=nxt.column,
+                    expected="','",
+                )
             if not self.accept_symbol(","):
                 raise self.error("',' or ')'", context="in the option list")
 
@@ -200,6 +210,7 @@ class _Parser:
         if first.is_word("CREATE"):
             ahead = 2 if self.peek(1).is_word("TEMPORARY") else 1
             if not self.peek(ahead).is_word(*_KINDS):
+                self.check_create_function()
                 return None
             self.next()
             temporary = self.accept("TEMPORARY") is not None
@@ -265,6 +276,61 @@ class _Parser:
             self.expect_end("the end of the statement")
             return ResetConfig(line, column, key)
         return None
+
+    def check_create_function(self) -> None:
+        """Flink runs ``CREATE FUNCTION``; the forms of the FLIP draft Flink cannot run are
+        refused here with what to write instead (Flink's own message names a token, not
+        the fix): no ``AS '<class>'`` (``CREATE FUNCTION f USING JAR 'x.jar'``) and a
+        ``COMMENT`` clause."""
+        ahead = 1
+        while self.peek(ahead).is_word("TEMPORARY", "SYSTEM"):
+            ahead += 1
+        if not self.peek(ahead).is_word("FUNCTION"):
+            return
+        ahead += 1
+        if self.peek(ahead).is_word("IF"):
+            ahead += 3 if self.peek(ahead + 1).is_word("NOT") else 2
+        start = ahead
+        while self.peek(ahead).kind in (TokenKind.WORD, TokenKind.QUOTED) and (
+            self.peek(ahead + 1).is_symbol(".")
+        ):
+            ahead += 2
+        name_token = self.peek(start)
+        name = "".join(t.value for t in self.tokens[self.i + start : self.i + ahead + 1])
+        after = self.peek(ahead + 1)
+        jars = [
+            self.peek(j + 1).value
+            for j in range(ahead + 1, len(self.tokens) - self.i)
+            if self.peek(j).is_word("JAR") and self.peek(j + 1).kind is TokenKind.STRING
+        ]
+        using = " USING JAR " + ", JAR ".join(f"'{j}'" for j in jars) if jars else ""
+        comment = next(
+            (
+                self.peek(j)
+                for j in range(ahead + 1, len(self.tokens) - self.i)
+                if self.peek(j).is_word("COMMENT")
+            ),
+            None,
+        )
+        if name_token.kind in (TokenKind.WORD, TokenKind.QUOTED) and not after.is_word("AS"):
+            drop = ", without COMMENT (Flink's CREATE FUNCTION has none)" if comment else ""
+            raise SqlParseError(
+                f"CREATE FUNCTION {name} needs the class that implements it: write CREATE "
+                f"FUNCTION {name} AS 'com.example.MyFunction' [LANGUAGE JAVA]{using}{drop} "
+                "(Flink's syntax; the FLIP draft's example leaves out AS '<class>')",
+                line=after.line,
+                column=after.column,
+                expected="AS",
+            )
+        if comment is not None:
+            raise SqlParseError(
+                f"Flink's CREATE FUNCTION has no COMMENT clause: drop COMMENT ... from CREATE "
+                f"FUNCTION {name} (describe a tool over it with CREATE TOOL ... COMMENT '...' "
+                "or its 'description' option)",
+                line=comment.line,
+                column=comment.column,
+                expected="LANGUAGE, USING JAR or the end of the statement",
+            )
 
     def create(self, kind: str, temporary: bool, line: int, column: int) -> SqlStatement:
         if_not_exists = self.if_not_exists()

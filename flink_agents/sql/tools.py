@@ -1,4 +1,15 @@
-"""Tools that call a Python function of Flink's catalog (``CREATE TOOL ... USING FUNCTION f``).
+"""Tools that call a function of Flink's catalog (``CREATE TOOL ... USING FUNCTION f``): a
+Python scalar function (below) or a Java one (:func:`java_function_tool`).
+
+Java functions (``CREATE FUNCTION f AS 'com.acme.F' [LANGUAGE JAVA] [USING JAR '...']``) run
+through the Java bridge: the tool is a :class:`~flink_agents.api.tools.java_tool.JavaTool` of
+``org.flinkagents.bridge.ScalarFunctionTool``, which creates the function in the TaskManager
+and calls its one ``eval`` method. The bridge needs ``python.execution-mode`` ``thread`` (the
+default); in process mode such a tool is refused when it is created. Its schema (one argument
+per ``eval`` parameter, named by ``@ArgumentHint(name = ...)`` or the parameter's name) is
+read from the class when the tool is created, on the client.
+
+Python functions:
 
 How the function is found again: Flink's function catalog holds every Python scalar
 function, however it was registered (``CREATE [TEMPORARY] FUNCTION ... LANGUAGE PYTHON``,
@@ -27,8 +38,12 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from flink_agents.api.tools.function_tool import FunctionTool
+from flink_agents.api.tools.java_tool import JavaTool
 from flink_agents.api.tools.tool import Tool, ToolMetadata, ToolType
 from flink_agents.errors import CatalogError
+
+#: The bridge class that calls a Java scalar function as a tool.
+SCALAR_FUNCTION_TOOL = "org.flinkagents.bridge.ScalarFunctionTool"
 
 
 def load_python_function(serialized: bytes, function: str = "") -> Callable[..., Any]:
@@ -132,3 +147,53 @@ def _delegate(
             args_schema=tool.metadata.args_schema,
         )
     return tool
+
+
+def java_function_tool(
+    name: str, function: str, function_class: str, metadata: dict[str, Any]
+) -> JavaTool:
+    """The tool ``name`` calling the Java scalar function ``function`` (class
+    ``function_class``), with the metadata read from the class on the client."""
+    description = str(metadata.get("description") or "")
+    java_config: dict[str, Any] = {  # the Java tool's open(configJson)
+        "function_class": function_class,
+        "function": function,
+        "tool_name": name,
+        "tool_description": description,
+    }
+    return JavaTool(
+        java_clazz=SCALAR_FUNCTION_TOOL,
+        metadata=ToolMetadata(
+            name=name,
+            description=description,
+            args_schema=dict(metadata.get("args_schema") or {}),
+        ),
+        **java_config,
+    )
+
+
+def function_tool(host: Any, name: str, function: str, description: str | None) -> Tool:
+    """The tool ``name`` over the Flink function ``function``, Python or Java.
+
+    Args:
+        host: Flink's side (:class:`~flink_agents.sql.executor.Host`).
+        name: the tool's name.
+        function: the function's identifier as stored.
+        description: the tool's ``description`` option.
+
+    Raises:
+        CatalogError: the function cannot be a tool (the message says why); a Java function
+            in process mode.
+    """
+    if host.function_language(function) == "java":
+        mode = host.execution_mode()
+        if mode != "thread":
+            raise CatalogError(
+                f"tool {name} calls the Java function {function}, which runs through the Java "
+                f"bridge and needs python.execution-mode thread (this job: {mode}): SET "
+                "'python.execution-mode' = 'thread' (the default), or use a Python function "
+                "(CREATE FUNCTION ... LANGUAGE PYTHON)"
+            )
+        function_class, metadata = host.java_function(function, name, description or "")
+        return java_function_tool(name, function, function_class, metadata)
+    return FlinkFunctionTool.create(name, function, host.python_function(function), description)

@@ -73,6 +73,7 @@ PUBLIC = {
         "mcp_server",
         "model_interceptor",
         "prompt",
+        "skills",
         "tool",
         "tool_interceptor",
         "vector_store",
@@ -101,6 +102,7 @@ PUBLIC = {
     },
     "flink_agents.api.events.listener": {"EventContext", "EventListener"},
     "flink_agents.api.resource_context": {"ResourceContext"},
+    "flink_agents.api.skills": {"SkillSourceSpec", "Skills"},
     "flink_agents.api.events.chat_event": {"ChatRequestEvent", "ChatResponseEvent"},
     "flink_agents.api.events.tool_event": {"ToolRequestEvent", "ToolResponseEvent"},
     "flink_agents.api.events.context_retrieval_event": {

@@ -443,7 +443,7 @@ CASES = [
         AGENT + "    skills:\n      - {name: s, paths: [./skills]}\n",
         7,
         "agents[0].skills",
-        "agent skills are not supported",
+        "skills in YAML agent files are not supported yet",
     ),
     (
         "java tool",

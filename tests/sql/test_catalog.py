@@ -303,7 +303,9 @@ def test_tool_and_connection_options() -> None:
     )
     with pytest.raises(ConfigurationError, match="'read_timeout' = 'soon' is not a duration"):
         check_tool_options("mcp", {"read_timeout": "soon"})
-    with pytest.raises(ConfigurationError, match="needs a 'type' option: one of mcp, openai"):
+    with pytest.raises(
+        ConfigurationError, match="needs a 'type' option: one of mcp, api-key, openai"
+    ):
         check_connection_options({"endpoint": "x"})
     with pytest.raises(ConfigurationError, match="'type' = 'kafka' is not a connection type"):
         check_connection_options({"type": "kafka"})

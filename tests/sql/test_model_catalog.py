@@ -110,9 +110,9 @@ def test_secrets_stay_out_of_show_create_and_describe() -> None:
         "CREATE TEMPORARY MODEL `default_catalog`.`default_database`.`gpt`\n"
         "INPUT (q STRING)\nOUTPUT (a STRING)\nCOMMENT 'it''s ours'\nWITH ("
     )
-    assert "sk-never-shown" not in text and "'api-key' = '****'" in text
+    assert "sk-never-shown" not in text and "'api-key' = '***'" in text
     rows = dict(run(models, "DESC MODEL gpt").rows)
-    assert rows["option api-key"] == "****" and rows["temporary"] == "true"
+    assert rows["option api-key"] == "***" and rows["temporary"] == "true"
 
 
 def test_create_twice_drop_and_if_clauses() -> None:

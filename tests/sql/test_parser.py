@@ -202,7 +202,7 @@ def test_flink_statements_are_not_ours(text: str) -> None:
         ("CREATE TOOL t USING FUNCTON f", "FUNCTON", "FUNCTION or CONNECTION", "'FUNCTON'"),
         ("CREATE AGENT a USING MODEL m", None, "USING", "the end of the statement"),
         ("CREATE AGENT a USING MODEL m USING PROMPT p", "p", "the prompt text", "'p'"),
-        ("CREATE TOOL t WITH ('a' = 'b' 'c' = 'd')", "'c'", "',' or ')'", "string 'c'"),
+        ("CREATE TOOL t WITH ('a' = 'b' 'c' = 'd')", "'c'", "','", "between options 'a' and 'c'"),
         ("CREATE TOOL t WITH ('a' 'b')", "'b'", "'='", "string 'b'"),
         ("CREATE TOOL t WITH (a = 'b')", "a =", "an option key", "'a'"),
         ("DESC TOOL EXTENDED", None, "the tool name", "the end of the statement"),

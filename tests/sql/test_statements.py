@@ -369,7 +369,7 @@ def test_unknown_objects_are_named_with_what_exists(agents_env: Any) -> None:
         agents_env,
         "CREATE TOOL t USING FUNCTION upper",
         CatalogError,
-        "function upper is not a Python scalar function",
+        "function upper is not a Python or Java scalar function",
     )
     expect(agents_env, "DESC AGENT nobody", CatalogError, "agents in", "helper")
     expect(agents_env, "CREATE TOOL t", CatalogError, "needs USING FUNCTION f")

@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from flink_agents.api.chat_message import ChatMessage
+from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.prompts.prompt import Prompt
 from flink_agents.api.resource import Resource, ResourceType
+from flink_agents.api.skills import BASH_TOOL, LOAD_SKILL_TOOL
 from flink_agents.api.tools.tool import Tool
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,14 @@ class BaseChatModelSetup(Resource, ABC):
         tools: names of tool resources (or MCP servers' tools) the model may call.
         timeout: seconds a call through the built-in chat action may take (overrides the
             ``model.timeout`` option); None: the option's value.
+        skills: names of the agent's skills this model may use (see
+            :mod:`flink_agents.api.skills`): their names and descriptions are sent as a
+            system message and the ``load_skill`` tool is offered. None: no skills.
+        allowed_commands: commands the ``bash`` tool may run for the skills (e.g.
+            ``["echo", "bc"]``); empty (the default): no ``bash`` tool.
+        allowed_script_dirs: directories (besides the skills' own) whose scripts ``bash``
+            may run and where its commands may read and write.
+        skill_discovery_prompt: the discovery message (filled on first use).
     """
 
     connection: str
@@ -75,12 +84,18 @@ class BaseChatModelSetup(Resource, ABC):
     prompt: Prompt | str | None = None
     tools: list[str] | None = None
     timeout: float | None = Field(default=None, gt=0)
+    skills: list[str] | None = None
+    allowed_commands: list[str] = Field(default_factory=list)
+    allowed_script_dirs: list[str] = Field(default_factory=list)
+    skill_discovery_prompt: str | None = None
 
     # Whether the extra_args hint was logged (once per setup instance).
     _hinted: bool = PrivateAttr(default=False)
     #: A connection object given by hand (upstream's name): used instead of looking
     #: ``connection`` up, e.g. for a setup made outside an agent runtime.
     _resolved_connection: BaseChatModelConnection | None = PrivateAttr(default=None)
+    #: ``load_skill`` (and ``bash``) bound to this setup's skills, made on first use.
+    _skill_tools: list[Tool] | None = PrivateAttr(default=None)
 
     @field_validator("model", check_fields=False)
     @classmethod
@@ -107,8 +122,40 @@ class BaseChatModelSetup(Resource, ABC):
         return conn
 
     def get_tools(self) -> list[Tool]:
-        """The tool resources this setup offers the model."""
-        return [self._lookup(name, ResourceType.TOOL) for name in self.tools or []]
+        """The tool resources this setup offers the model (with ``skills``: also
+        ``load_skill``, and ``bash`` when ``allowed_commands`` is given)."""
+        if not self.skills:
+            return [self._lookup(name, ResourceType.TOOL) for name in self.tools or []]
+        own = [n for n in self.tools or [] if n not in (LOAD_SKILL_TOOL, BASH_TOOL)]
+        return [self._lookup(name, ResourceType.TOOL) for name in own] + self._get_skill_tools()
+
+    def _get_skill_tools(self) -> list[Tool]:
+        tools = self._skill_tools
+        if tools is None:
+            names = [LOAD_SKILL_TOOL, *([BASH_TOOL] if self.allowed_commands else [])]
+            tools = []
+            for name in names:
+                tool = self._lookup(name, ResourceType.TOOL)
+                bind = getattr(tool, "bind_to", None)  # the built-in ones: per setup
+                tools.append(bind(self) if bind is not None else tool)
+            self._skill_tools = tools
+        return tools
+
+    def close(self) -> None:
+        """Close the skill tools bound to this setup (the bash tool's workspace)."""
+        tools, self._skill_tools = self._skill_tools, None
+        for tool in tools or []:
+            tool.close()
+
+    def get_skill_discovery_prompt(self) -> str:
+        """The system message that lists this setup's skills (empty without skills)."""
+        if not self.skills:
+            return ""
+        if self.skill_discovery_prompt is None:
+            self.skill_discovery_prompt = self.resource_context.generate_available_skills_prompt(
+                *self.skills
+            )
+        return self.skill_discovery_prompt
 
     def get_prompt(self) -> Prompt | None:
         """The prompt, resolving a prompt resource name."""
@@ -126,12 +173,19 @@ class BaseChatModelSetup(Resource, ABC):
         messages with content (or tool calls) follow."""
         prompt = self.get_prompt()
         if prompt is None:
-            return list(messages)
-        args = dict(prompt_args or {})
-        if not args:
-            self._hint_extra_args(prompt, messages)
-        rest = [m for m in messages if m.content or m.tool_calls]
-        return prompt.format_messages(**args) + rest
+            prepared = list(messages)
+        else:
+            args = dict(prompt_args or {})
+            if not args:
+                self._hint_extra_args(prompt, messages)
+            rest = [m for m in messages if m.content or m.tool_calls]
+            prepared = prompt.format_messages(**args) + rest
+        discovery = self.get_skill_discovery_prompt()
+        if discovery:
+            # right after the first system message (first of all without one), as upstream
+            at = next((i + 1 for i, m in enumerate(prepared) if m.role == MessageRole.SYSTEM), 0)
+            prepared.insert(at, ChatMessage(role=MessageRole.SYSTEM, content=discovery))
+        return prepared
 
     def _hint_extra_args(self, prompt: Prompt, messages: Sequence[ChatMessage]) -> None:
         """Warn once when a placeholder stays unfilled although a message's ``extra_args``
@@ -179,7 +233,8 @@ class BaseChatModelSetup(Resource, ABC):
             return await asyncio.to_thread(self.chat, messages, **kwargs)
         # Looking tools up may create resources (an MCP server connects and lists its
         # tools): do it off the event loop so other keys are not held up.
-        tools = await asyncio.to_thread(self.get_tools) if self.tools else None
+        offers = self.tools or self.skills
+        tools = await asyncio.to_thread(self.get_tools) if offers else None
         return await self.get_connection().achat(
             self.prepare_messages(messages, prompt_args),
             tools or None,

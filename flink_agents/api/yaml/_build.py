@@ -295,7 +295,8 @@ class FileBuilder:
         if spec.skills:
             self.problem(
                 (*loc, "skills"),
-                "agent skills are not supported by flink-agents; remove the 'skills' section",
+                "skills in YAML agent files are not supported yet; declare them in Python "
+                "with an @skills method (see the Skills page of the documentation)",
             )
         return found
 

@@ -117,7 +117,7 @@ async def _intercepted_model_call(
     run, connection called (bounded by ``timeout``: an interceptor sees the timeout). The
     reply carries the names of the tools the connection was given (the chain may change
     ``request.tools``), or, answered by the chain alone, those the request holds."""
-    if offer_tools and setup.tools:
+    if offer_tools and (setup.tools or getattr(setup, "skills", None)):
         # Looking tools up may create resources (an MCP server connects): off the loop.
         request.tools = await asyncio.to_thread(setup.get_tools)
     request.messages = setup.prepare_messages(request.messages, prompt_args)

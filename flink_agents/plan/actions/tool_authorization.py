@@ -78,8 +78,8 @@ def take_offered(reply: ChatMessage) -> tuple[ChatMessage, list[str] | None]:
 
 def setup_tool_names(setup: Any) -> list[str]:
     """The names a chat model setup offers its model (its tools' metadata names)."""
-    if not getattr(setup, "tools", None):
-        return []
+    if not getattr(setup, "tools", None) and not getattr(setup, "skills", None):
+        return []  # (with skills: load_skill, and bash when commands are allowed)
     return [t.name for t in setup.get_tools()]
 
 

@@ -394,6 +394,15 @@ def catalog_manager(t_env: Any) -> Any:
     return t_env._j_tenv.getCatalogManager()
 
 
+def user_class_loader(t_env: Any) -> Any:
+    """The table environment's user class loader (it holds the jars of ``ADD JAR`` and of
+    ``CREATE FUNCTION ... USING JAR``); None where the Flink has no resource manager."""
+    try:
+        return t_env._j_tenv.getResourceManager().getUserClassLoader()
+    except Exception:  # noqa: BLE001 - py4j: no such method on this Flink
+        return None
+
+
 def function_catalog(t_env: Any) -> Any:
     """The table environment's Java ``FunctionCatalog``, which resolves a function name as
     SQL does (temporary system, temporary catalog, catalog functions)."""

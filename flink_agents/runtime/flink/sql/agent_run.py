@@ -22,17 +22,23 @@ from pyflink.common.typeinfo import RowTypeInfo, Types
 from pyflink.datastream import KeySelector
 from pyflink.table import DataTypes, Schema
 
+from flink_agents.api.agents.agent import Agent
 from flink_agents.api.core_options import AgentConfiguration
 from flink_agents.errors import CatalogError, SqlError
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.flink import _pyflink_internals as internals
 from flink_agents.runtime.flink.environment import FlinkAgentBuilder, FlinkExecutionEnvironment
-from flink_agents.sql.agent import MODEL_CONNECTION, SqlAgent
 from flink_agents.sql.catalog import AgentCatalog, CatalogAgent, ObjectIdentifier
 from flink_agents.sql.executor import StatementExecutor
-from flink_agents.sql.options import agent_settings, allowed_tools, mcp_server_arguments
+from flink_agents.sql.options import (
+    AgentSettings,
+    agent_settings,
+    allowed_tools,
+    mcp_server_arguments,
+)
+from flink_agents.sql.providers import AgentProviderContext, agent_provider
 from flink_agents.sql.statements import AgentRunCall
-from flink_agents.sql.tools import FlinkFunctionTool
+from flink_agents.sql.tools import function_tool
 
 log = logging.getLogger("flink_agents.sql")
 
@@ -127,7 +133,7 @@ class AgentRunTranslator:
         agent_ident = self.catalog.identifier(call.agent.parts)
         definition = self.catalog.get_agent(agent_ident)
         settings = agent_settings(definition.options, dict(call.config))
-        agent = self._agent(agent_ident, definition, column, settings.memory_turns if keys else 0)
+        agent = self._agent(agent_ident, definition, names, column, bool(keys), settings)
         config = self.env.get_config().copy()
         for key, value in settings.config.items():
             config.set_str(key, value)
@@ -207,9 +213,12 @@ class AgentRunTranslator:
         self,
         agent_ident: ObjectIdentifier,
         definition: CatalogAgent,
+        columns: list[str],
         column: int,
-        memory_turns: int,
-    ) -> SqlAgent:
+        partitioned: bool,
+        settings: AgentSettings,
+    ) -> Agent:
+        """The agent of the call, made by the catalog agent's provider."""
         model = self.executor.model(definition.model)
         tools: dict[str, Any] = {}
         servers: dict[str, Any] = {}
@@ -217,11 +226,8 @@ class AgentRunTranslator:
         for ident in definition.tools:
             tool = self.catalog.get_tool(ident)
             if tool.function is not None:
-                tools[ident.name] = FlinkFunctionTool.create(
-                    ident.name,
-                    tool.function,
-                    self.host.python_function(tool.function),
-                    tool.options.get("description"),
+                tools[ident.name] = function_tool(
+                    self.host, ident.name, tool.function, tool.options.get("description")
                 )
                 tool_names.append(ident.name)
                 continue
@@ -244,12 +250,23 @@ class AgentRunTranslator:
                 f"the tools of agent {agent_ident} offer the model two tools named "
                 f"{', '.join(duplicates)}; give them distinct names (or narrow allowed_tools)"
             )
-        return SqlAgent(
-            model_connection=model.connection,
-            model_setup=model.setup(MODEL_CONNECTION, tool_names),
-            prompt=definition.prompt,
-            column=column,
-            memory_turns=memory_turns,
+        context = AgentProviderContext(
+            identifier=agent_ident,
+            agent=definition,
+            model=model,
             tools=tools,
             mcp_servers=servers,
+            tool_names=tuple(tool_names),
+            columns=tuple(columns),
+            column=column,
+            partitioned=partitioned,
+            options=settings.options,
+            config=settings.config,
         )
+        agent = agent_provider(settings.provider).create_agent(context)
+        if not isinstance(agent, Agent):
+            raise CatalogError(
+                f"agent provider '{settings.provider}' of agent {agent_ident} returned "
+                f"{type(agent).__name__}, not an Agent"
+            )
+        return agent

@@ -91,11 +91,22 @@ class SqlSession:
 
     def __init__(self, env: FlinkExecutionEnvironment) -> None:
         self.env = env
-        self.host = FlinkHost(env.t_env)
+        self.host = FlinkHost(env.t_env, execution_mode=env.execution_mode)
+        self._add_jars()
         directory = env.get_config().get(CATALOG_DIR)
         self.catalog = AgentCatalog(directory or None, defaults=self.host.current)
         self.executor = StatementExecutor(self.catalog, self.host)
         self.translator = AgentRunTranslator(env, self.catalog, self.executor, self.host)
+
+    def _add_jars(self) -> None:
+        """``ADD JAR`` the job's jars (the bridge jar, ``java.jars``): Flink's SQL then sees
+        their classes (``CREATE FUNCTION f AS 'org.flinkagents.examples.ConvertToCelsius'``,
+        a Java function tool's bridge class) and ships them with SQL jobs."""
+        from flink_agents.runtime.java import job_jars
+
+        for jar in job_jars(self.env.get_config()):
+            quoted = jar.replace("'", "''")
+            self.env.t_env.execute_sql(f"ADD JAR '{quoted}'")
 
     @property
     def t_env(self) -> Any:

@@ -69,7 +69,15 @@ public final class Bridge {
         } catch (Throwable t) {
             return describeFailure(t);
         }
+        // open() runs with the job's classloader as the context loader: a resource that loads
+        // classes of the job's jars by name (a Flink function of a USING JAR jar) finds them
+        // whatever thread Python calls from.
+        Thread thread = Thread.currentThread();
+        ClassLoader previous = thread.getContextClassLoader();
         try {
+            if (creatorLoader != null) {
+                thread.setContextClassLoader(creatorLoader);
+            }
             resource.open(configJson == null ? "{}" : configJson);
         } catch (Throwable t) {
             try {
@@ -78,6 +86,8 @@ public final class Bridge {
                 // the open failure is what matters
             }
             return "open() failed: " + describe(t);
+        } finally {
+            thread.setContextClassLoader(previous);
         }
         return new Handle(resource, kind);
     }

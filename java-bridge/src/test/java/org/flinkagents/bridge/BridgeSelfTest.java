@@ -17,6 +17,7 @@ public final class BridgeSelfTest {
         json();
         bridgeErrors();
         tools();
+        scalarFunctionTool();
         chatModel();
         embedding();
         System.out.println("java-bridge self test: " + checks + " checks passed");
@@ -72,6 +73,43 @@ public final class BridgeSelfTest {
         contains(
                 calc.call("{\"a\":1,\"b\":0,\"op\":\"div\"}"),
                 "1java.lang.ArithmeticException: division by zero\n\tat org.flinkagents.examples.CalculatorTool");
+    }
+
+    private static void scalarFunctionTool() throws ClassNotFoundException {
+        try {
+            Class.forName("org.apache.flink.table.functions.ScalarFunction");
+        } catch (ClassNotFoundException e) {
+            System.out.println("scalar function tool: skipped (no Flink table jar on the class path)");
+            return;
+        }
+        Handle celsius =
+                (Handle)
+                        new Bridge()
+                                .create(
+                                        "org.flinkagents.bridge.ScalarFunctionTool",
+                                        "tool",
+                                        "{\"function_class\":\"org.flinkagents.examples.ConvertToCelsius\","
+                                                + "\"tool_name\":\"to_celsius\"}");
+        contains(celsius.metadata(), "0{\"name\":\"to_celsius\"");
+        contains(
+                celsius.metadata(),
+                "\"properties\":{\"fahrenheit\":{\"type\":\"number\"}},\"required\":[\"fahrenheit\"]");
+        eq("0100.0", celsius.call("{\"fahrenheit\":212}"), "integer argument to Double");
+        eq("020.0", celsius.call("{\"fahrenheit\":68.0}"), "double argument");
+        contains(celsius.call("{\"fahrenheit\":\"hot\"}"), "argument 'fahrenheit' must be number");
+        contains(celsius.call("{}"), "missing argument 'fahrenheit'");
+        contains(celsius.call("{\"fahrenheit\":1,\"x\":2}"), "unknown argument 'x'");
+        eq("0null", celsius.close(), "close");
+        fails(
+                () -> ScalarFunctionTool.describe(String.class, "t", "", "f"),
+                "is not a Flink ScalarFunction");
+        contains(
+                ScalarFunctionTool.describe(
+                        Class.forName("org.flinkagents.examples.ConvertToCelsius"), "t", "", "c2c"),
+                "Calls the Flink function c2c (org.flinkagents.examples.ConvertToCelsius).");
+        eq(7L, ScalarFunctionTool.convert(7, Long.class, "n"), "int to long");
+        fails(() -> ScalarFunctionTool.convert(1.5, Integer.class, "n"), "does not fit Integer");
+        fails(() -> ScalarFunctionTool.convert(null, int.class, "n"), "must not be null");
     }
 
     private static void chatModel() {

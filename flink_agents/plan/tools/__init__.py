@@ -1,0 +1,1 @@
+"""Built-in tools the plan adds to agents (the ``bash`` tool of skills)."""

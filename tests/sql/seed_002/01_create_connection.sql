@@ -1,0 +1,5 @@
+CREATE CONNECTION mcp_connection
+WITH (
+  'type' = 'api-key',
+  'api-key' = 'some key'
+)

@@ -1,0 +1,7 @@
+CREATE TOOL mcp_server
+USING CONNECTION mcp_connection
+WITH (
+  'type' = 'mcp',
+  'allowed_tools' = 'tool1,tool2'
+  'read_timeout' = '30s'
+)
