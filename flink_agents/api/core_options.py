@@ -464,7 +464,10 @@ class AgentExecutionOptions:
         key="batch.linger-ms",
         config_type=int,
         default=5,
-        description="Flink, thread mode: the longest an input waits for its batch to fill (ms).",
+        description="Flink, thread mode: the longest an input waits for its batch to fill (ms). "
+        "An input that arrives after the operator was idle (no input, no batch in Python) for "
+        "at least this long is handed over at once "
+        "(at a low rate no input waits for a batch that will not fill).",
         check=_positive,
     )
     SHORT_TERM_MEMORY_STATE_TTL_MS: ConfigOption[int] = ConfigOption(

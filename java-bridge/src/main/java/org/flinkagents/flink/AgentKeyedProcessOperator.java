@@ -50,10 +50,11 @@ import org.slf4j.LoggerFactory;
  * (or PyFlink's own object when anything about it is unexpected). With it in place, inputs
  * reach Python in batches ({@code batch.size}): buffered here with their keys and timestamps,
  * handed over in one call when the batch is full, {@code batch.linger-ms} after its first
- * input, and before every checkpoint barrier (ahead of the hook), watermark and the end of
- * input. Python switches the keyed state backend to an input's key when it uses state or
- * timers; each output comes back with its input's timestamp code, which sets the record's
- * timestamp here.
+ * input (at once when that input came after a gap of at least {@code batch.linger-ms}: at a
+ * low rate an input does not wait for a batch that will not fill), and before every checkpoint
+ * barrier (ahead of the hook), watermark and the end of input. Python switches the keyed
+ * state backend to an input's key when it uses state or timers; each output comes back with its
+ * input's timestamp code, which sets the record's timestamp here.
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
@@ -108,6 +109,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     private transient List<Object[]> buffer;
 
     private transient boolean flushScheduled;
+
+    /**
+     * When the last input arrived or the last batch was processed ({@link System#nanoTime}): an
+     * input that comes after an idle gap of at least {@code batch.linger-ms} goes to Python at
+     * once instead of waiting for a batch that a slow input would not fill (the low-rate
+     * latency).
+     */
+    private transient long lastInputNanos;
 
     public AgentKeyedProcessOperator(
             Configuration config,
@@ -276,7 +285,11 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                     new Object[] {
                         getCurrentKey(), copy(inputConverter.toExternal(element.getValue())), ts
                     });
-            if (buffer.size() >= batchSize) {
+            long arrived = System.nanoTime();
+            boolean afterGap =
+                    buffer.size() == 1 && arrived - lastInputNanos >= lingerMs * 1_000_000L;
+            lastInputNanos = arrived;
+            if (buffer.size() >= batchSize || afterGap) {
                 flush();
             } else if (!flushScheduled) {
                 flushScheduled = true;
@@ -324,6 +337,9 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
             }
             collector.collect(outputConverter.toInternal(output));
         }
+        // The gap that sends an input at once is idle time: the time spent on this batch does
+        // not count (a batch that takes longer than the linger is not followed by one of one).
+        lastInputNanos = System.nanoTime();
     }
 
     @Override
