@@ -27,10 +27,10 @@ with the wheel's jar class by class: the wheel ships one jar for every supported
 
 Tests import the wheel's ``flink_agents`` (pytest runs with ``--import-mode=append`` from the
 venv's own ``pytest`` script, so the repository's source folder comes after site-packages).
-Tests that need the ``chroma`` / ``mem0`` extras are left out (:data:`NEEDS_EXTRAS`): those
-extras' pins cannot be installed together with apache-flink 1.20's (pip backtracks into
-building an old apache-beam); they run in the main suites, and do not depend on Flink's
-version. So are the tests that make venvs of their own (:data:`OWN_VENVS`). Prints one
+Tests that need the ``chroma`` / ``mem0`` / ``otel`` extras or matplotlib are left out
+(:data:`NEEDS_EXTRAS`): those extras' pins cannot be installed together with apache-flink
+1.20's (pip backtracks into building an old apache-beam); they run in the main suites, and
+do not depend on Flink's version. So are the tests that make venvs of their own (:data:`OWN_VENVS`). Prints one
 line per step with its time; exits non-zero when any step failed.
 """
 
@@ -63,6 +63,10 @@ THREAD_ONLY = ("tests/sql/test_agent_run_flink.py",)
 NEEDS_EXTRAS = (
     "tests/runtime/test_long_term_memory.py",
     "tests/integrations/test_vector_stores.py",
+    # the otel extra (its protobuf pins and 1.20's differ) and matplotlib (the dev extra)
+    "tests/observability/test_otel.py",
+    "tests/observability/test_otel_flink.py",
+    "tests/docs/test_plots.py",
 )
 #: Tests that install packages into venvs of their own, whatever PyFlink runs them (the
 #: wheel with apache-flink 2.3.0, with 1.19.3): the main suites run them once.
@@ -101,9 +105,10 @@ def build_wheel(out: Path) -> Path:
 
 
 def test_requirements() -> list[str]:
-    """The ``dev`` extra's test runners (``pytest*``, not the linters) and jsonschema."""
+    """The ``dev`` extra's test runners (``pytest*``, not the linters), jsonschema and
+    hypothesis (property tests import it at module level)."""
     text = (REPO / "pyproject.toml").read_text()
-    return re.findall(r'"(pytest[^"]*)"', text) + ["jsonschema>=4"]
+    return re.findall(r'"(pytest[^"]*)"', text) + ["jsonschema>=4", "hypothesis>=6.100"]
 
 
 def make_venv(venv: Path, wheel: Path, version: str, *, reuse: bool) -> Path:
