@@ -30,8 +30,9 @@ venv's own ``pytest`` script, so the repository's source folder comes after site
 Tests that need the ``chroma`` / ``mem0`` / ``otel`` extras or matplotlib are left out
 (:data:`NEEDS_EXTRAS`): those extras' pins cannot be installed together with apache-flink
 1.20's (pip backtracks into building an old apache-beam); they run in the main suites, and
-do not depend on Flink's version. So are the tests that make venvs of their own (:data:`OWN_VENVS`). Prints one
-line per step with its time; exits non-zero when any step failed.
+do not depend on Flink's version. So are the tests that make venvs of their own
+(:data:`OWN_VENVS`). Prints one line per step with its time; exits non-zero when any step
+failed.
 """
 
 from __future__ import annotations
