@@ -66,7 +66,7 @@ from flink_agents.plan.redaction import (
     redact,
     restore_secrets,
 )
-from flink_agents.secrets import register_secrets, secret_str_value
+from flink_agents.secrets import Masker, register_secrets, secret_str_value
 
 if TYPE_CHECKING:
     from flink_agents.plan.subagents import SectionScope
@@ -353,6 +353,7 @@ class AgentPlan(BaseModel):
     subagents: dict[str, AgentPlan] = Field(default_factory=dict)
 
     _secrets: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _masker: Masker | None = PrivateAttr(default=None)
     _resolved: dict[str, list[tuple[str, Any]]] = PrivateAttr(default_factory=dict)
     _configuration: AgentConfiguration | None = PrivateAttr(default=None)
 
@@ -554,10 +555,19 @@ class AgentPlan(BaseModel):
         """Secret argument values kept out of the JSON (``provider_key -> value``)."""
         return self._secrets
 
+    @property
+    def masker(self) -> Masker:
+        """The secret rule with this plan's secret values known (made once per plan; false
+        when the plan has no secrets)."""
+        if self._masker is None:
+            self._masker = Masker(self._secrets.values())
+        return self._masker
+
     def with_secrets(self, secrets: Mapping[str, Any]) -> AgentPlan:
         """Attach secrets to a plan read back from JSON (they become known to the log
         masking of this process, ``flink_agents.secrets.register_secrets``)."""
         self._secrets = dict(secrets)
+        self._masker = None
         self._configuration = None
         register_secrets(self._secrets.values())
         for action in self.actions.values():

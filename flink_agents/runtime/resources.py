@@ -12,7 +12,6 @@ from flink_agents.plan.agent_plan import AgentPlan, decode_argument, restore_sec
 
 # Registers the factory the Java resource wrappers create their Java objects with.
 from flink_agents.runtime.java import bridge as _java_bridge  # noqa: F401
-from flink_agents.secrets import Masker
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ class ResourceCache:
 
     def _scrub(self, text: str) -> str:
         """``text`` with every secret value of the plan masked (errors end up in logs)."""
-        return Masker(self._plan.secrets.values()).mask(text)
+        return self._plan.masker.mask(text)
 
     def _tool_from_mcp(self, name: str) -> Any:
         failures = []

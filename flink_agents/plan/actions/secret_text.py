@@ -22,33 +22,13 @@ from typing import Any
 
 from flink_agents.api.chat_message import ChatMessage
 from flink_agents.api.runner_context import RunnerContext
-from flink_agents.secrets import Masker
 
 
 def secret_masker(ctx: RunnerContext) -> Callable[[str], str] | None:
     """A function masking the plan's secret values in a text; None when the plan has none
-    (the common case costs nothing). Made once per plan."""
-    plan = getattr(ctx, "agent_plan", None)
-    if plan is None:
-        return None
-    cached = _MASKERS.get(id(plan))
-    if cached is not None and cached[0] is plan:
-        return cached[1]
-    masker = _masker(getattr(plan, "secrets", None) or {})
-    if len(_MASKERS) >= _MAX_PLANS:
-        _MASKERS.clear()  # plans live as long as their runner: a few per process
-    _MASKERS[id(plan)] = (plan, masker)
-    return masker
-
-
-def _masker(values: Mapping[str, Any]) -> Callable[[str], str] | None:
-    masker = Masker(values.values())
+    (the common case costs nothing). The plan makes its masker once."""
+    masker = getattr(getattr(ctx, "agent_plan", None), "masker", None)
     return masker.mask if masker else None
-
-
-#: Masker by plan (the plan kept with it, so that its id is not reused meanwhile).
-_MASKERS: dict[int, tuple[Any, Callable[[str], str] | None]] = {}
-_MAX_PLANS = 64
 
 
 def masked_messages(
