@@ -7,7 +7,10 @@ after key (``k{n % keys}``). The same state is held by two jobs:
 
 - ``agent``: an agent whose one action does the above through ``ctx.short_term_memory``
   (thread mode, the operator's MapState of flattened paths);
-- ``baseline``: a PyFlink ``KeyedProcessFunction`` with two pickled ``ValueState`` s.
+- ``baseline``: a PyFlink ``KeyedProcessFunction`` with two pickled ``ValueState`` s;
+- ``mapscan`` (diagnostic, not run by default): the same function with both values in one
+  ``MapState`` that each input reads by iterating it (``items()``): how the agent read its
+  memory before layout version 2, without the agent's own per-run cost.
 
 Each runs on the local MiniCluster (parallelism 1) on the heap backend (``hashmap``) and on
 RocksDB with incremental checkpoints, checkpointing every ``--interval-ms``. After the last
@@ -51,7 +54,7 @@ from pyflink.datastream import (
     StreamExecutionEnvironment,
 )
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
-from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
 
 from benchmarks.flink_host import _discard, _jvm_cpu
@@ -108,6 +111,24 @@ class Baseline(KeyedProcessFunction):
             self._profile.update(PROFILE)
         history = _next_history(value["key"], self._history.value(), value["i"])
         self._history.update(history)
+        yield {"key": value["key"], "turns": len(history)}
+
+
+class MapScan(KeyedProcessFunction):
+    """The same state in one MapState, read by iterating it (the agent before layout 2)."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        pickled = Types.PICKLED_BYTE_ARRAY()
+        self._memory = runtime_context.get_map_state(
+            MapStateDescriptor("memory", Types.STRING(), pickled)
+        )
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        memory = dict(self._memory.items())
+        if memory.get("profile") is None:
+            self._memory.put("profile", PROFILE)
+        history = _next_history(value["key"], memory.get("history"), value["i"])
+        self._memory.put("history", history)
         yield {"key": value["key"], "turns": len(history)}
 
 
@@ -195,11 +216,14 @@ def _build(env: StreamExecutionEnvironment, kind: str, keys: int, total: int, pr
         .filter(lambda r: r is not None)
         .uid("live")
     )
-    if kind == "baseline":
+    if kind in ("baseline", "mapscan"):
         agents_env.configure_workers()
         out = (
             records.key_by(lambda r: r["key"])
-            .process(Baseline(), output_type=Types.PICKLED_BYTE_ARRAY())
+            .process(
+                Baseline() if kind == "baseline" else MapScan(),
+                output_type=Types.PICKLED_BYTE_ARRAY(),
+            )
             .uid("state")
         )
     else:

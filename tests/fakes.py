@@ -118,6 +118,9 @@ class FakeMapState(_KeyedFake):
     def put(self, key: str, value: Any) -> None:
         self.data[key] = value
 
+    def get(self, key: str) -> Any:
+        return self.data.get(key)
+
     def remove(self, key: str) -> None:
         self.data.pop(key, None)
 

@@ -71,6 +71,7 @@ def test_a_paused_key_holds_its_inputs_without_in_flight_places() -> None:
     function.bind(
         KeyedState(
             memory=FakeMapState(backend),
+            paths=FakeValueState(backend),
             pending=FakeListState(backend),
             durable=FakeMapState(backend),
             approval=FakeValueState(backend),
@@ -132,6 +133,7 @@ def test_a_response_during_the_rerun_after_a_restore_survives_another_failure() 
     backend = FakePythonBackend()
     states = {
         "memory": FakeMapState(backend),
+        "paths": FakeValueState(backend),
         "pending": FakeListState(backend),
         "durable": FakeMapState(backend),
         "approval": FakeValueState(backend),

@@ -23,7 +23,7 @@ from flink_agents.runtime.flink.output import (  # noqa: E402
     pack_output,
 )
 from flink_agents.runtime.flink.slot import Item, KeyWork  # noqa: E402
-from flink_agents.runtime.flink.state import MEMORY, PENDING, KeyedState  # noqa: E402
+from flink_agents.runtime.flink.state import MEMORY_PATHS, PENDING, KeyedState  # noqa: E402
 from flink_agents.runtime.sequencing import Stop  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeJavaBackend,
@@ -31,6 +31,7 @@ from tests.fakes import (  # noqa: E402
     FakeMapState,
     FakePythonBackend,
     FakeRuntimeContext,
+    FakeValueState,
     install_void_namespace,
 )
 
@@ -48,7 +49,7 @@ def test_state_may_hold_asks_the_java_backend_and_answers_true_when_it_cannot(
     monkeypatch,
 ) -> None:
     install_void_namespace(monkeypatch)
-    backend = FakeJavaBackend(with_keys={MEMORY})
+    backend = FakeJavaBackend(with_keys={MEMORY_PATHS})
     state = KeyedState.open(FakeRuntimeContext(backend), ttl=None, keyless=False)
     # Memory may be there: read it; no pending inputs of a restore: skip that read.
     assert state.memory_unused is False and state.check_restored is False
@@ -63,7 +64,7 @@ def test_state_may_hold_asks_the_java_backend_and_answers_true_when_it_cannot(
     fresh = FakeJavaBackend()
     state = KeyedState.open(FakeRuntimeContext(fresh), ttl=None, keyless=False)
     assert state.memory_unused is True and state.check_restored is False
-    assert len(fresh.streams) == 2 and all(stream.closed for stream in fresh.streams)
+    assert len(fresh.streams) == 3 and all(stream.closed for stream in fresh.streams)
     # Pending inputs of a restore: new inputs look for them.
     state = KeyedState.open(
         FakeRuntimeContext(FakeJavaBackend(with_keys={PENDING})), ttl=None, keyless=False
@@ -89,6 +90,7 @@ def _function(packed: bool, *, keyless: bool = False) -> fn.AgentProcessFunction
     function.bind(
         KeyedState(
             memory=FakeMapState(),
+            paths=FakeValueState(),
             pending=FakeListState(),
             durable=FakeMapState(),
             memory_unused=True,

@@ -35,6 +35,7 @@ def test_more_restored_inputs_than_in_flight_places_run_first_in_order() -> None
     function.bind(
         KeyedState(
             memory=FakeMapState(backend),
+            paths=FakeValueState(backend),
             pending=pending,
             durable=FakeMapState(backend),
             approval=FakeValueState(backend),

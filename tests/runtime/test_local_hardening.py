@@ -110,6 +110,7 @@ def test_a_response_of_a_subclass_resumes_on_flink_as_locally() -> None:
     function.bind(
         KeyedState(
             memory=FakeMapState(backend),
+            paths=FakeValueState(backend),
             pending=FakeListState(backend),
             durable=FakeMapState(backend),
             approval=FakeValueState(backend),

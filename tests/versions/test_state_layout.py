@@ -13,14 +13,24 @@ pytest.importorskip("pyflink")
 from flink_agents.runtime.flink import state  # noqa: E402
 
 #: What each layout version registers: name -> (kind, Flink type info as PyFlink prints it).
+#: Version 2 registers layout 1's memory map too (``state.MIGRATED``: moved key by key).
 REGISTERED = {
     1: {
-        state.MEMORY: ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
-        state.MEMORY_TOUCHED: ("value", "Double"),
-        state.PENDING: ("list", "ListTypeInfo<PickledByteArrayTypeInfo>"),
-        state.DURABLE: ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
-        state.APPROVAL: ("value", "String"),
-    }
+        "fa-memory": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
+        "fa-memory-touched": ("value", "Double"),
+        "fa-pending": ("list", "ListTypeInfo<PickledByteArrayTypeInfo>"),
+        "fa-durable": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
+        "fa-approval": ("value", "String"),
+    },
+    2: {
+        "fa-memory": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
+        "fa-memory-v2": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
+        "fa-memory-paths": ("value", "PickledByteArrayTypeInfo"),
+        "fa-memory-touched": ("value", "Double"),
+        "fa-pending": ("list", "ListTypeInfo<PickledByteArrayTypeInfo>"),
+        "fa-durable": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
+        "fa-approval": ("value", "String"),
+    },
 }
 
 
@@ -50,9 +60,23 @@ def test_the_registered_states_are_the_layout_of_its_version() -> None:
     assert state.LAYOUT_VERSION == max(state.LAYOUTS)
     assert context.registered == REGISTERED[state.LAYOUT_VERSION]
     layout = state.LAYOUTS[state.LAYOUT_VERSION]
-    assert {name: kind for name, (kind, _) in context.registered.items()} == {
-        name: kind for name, (kind, _, _) in layout.items()
+    current = {n: kind for n, (kind, _) in context.registered.items() if n not in state.MIGRATED}
+    assert current == {name: kind for name, (kind, _, _) in layout.items()}
+    # The older states registered for their migration are those of older layouts.
+    older = {n: kind for n, (kind, _) in context.registered.items() if n in state.MIGRATED}
+    assert older == {
+        name: state.LAYOUTS[v][name][0]
+        for v in range(1, state.LAYOUT_VERSION)
+        for name in state.LAYOUTS[v]
+        if name in state.MIGRATED
     }
+
+
+def test_a_layout_version_keeps_what_its_savepoints_hold() -> None:
+    """Each version's states are what REGISTERED pins (minus the migrated older ones)."""
+    for version, layout in state.LAYOUTS.items():
+        registered = {n for n in REGISTERED[version] if version == 1 or n not in state.MIGRATED}
+        assert set(layout) == registered
 
 
 def test_every_layout_version_is_described() -> None:

@@ -26,11 +26,14 @@ from flink_agents.runtime.flink.slot import Item, KeyWork
 log = logging.getLogger("flink_agents.runtime.flink")
 
 #: Names of the keyed states.
-MEMORY = "fa-memory"
+MEMORY = "fa-memory-v2"
+MEMORY_PATHS = "fa-memory-paths"
 MEMORY_TOUCHED = "fa-memory-touched"
 PENDING = "fa-pending"
 DURABLE = "fa-durable"
 APPROVAL = "fa-approval"
+#: Layout 1's memory (a MapState read by iterating it), read and migrated key by key.
+MEMORY_V1 = "fa-memory"
 
 #: The version of the keyed state layout: the states below, their kinds and the form of
 #: their values. Flink maps a savepoint's keyed state to a job by operator uid and state
@@ -42,25 +45,63 @@ APPROVAL = "fa-approval"
 #: new form and clears them (Flink drops a state no job registers at its next savepoint).
 #: A new state with a new name needs no new version. ``tests/versions/test_state_layout.py``
 #: pins the layout of this version, so a change that forgets the version fails there.
-LAYOUT_VERSION = 1
+#:
+#: Version 2 (layout 1's memory map was iterated per run: a RocksDB iterator seek per run,
+#: whose cost grew with the state) keeps the key's memory paths in a value of their own,
+#: :data:`MEMORY_PATHS`, so that a run reads its key's memory with point lookups (the paths,
+#: then each path's value) and writes only the paths it changed (the paths value only when
+#: the set of paths changed).
+LAYOUT_VERSION = 2
+
+_LAYOUT_1_COMMON: dict[str, tuple[str, str, str]] = {
+    MEMORY_TOUCHED: ("value", "", "DOUBLE: time of the last memory change (ttl only)"),
+    PENDING: ("list", "", "PICKLED: (input id, timestamp code, record) of Item.to_state"),
+    DURABLE: ("map", "STRING: <input id>/<call id>", "PICKLED: dumps(DurableRecord)"),
+    APPROVAL: ("value", "", "STRING: id of the approval request the paused run emitted"),
+}
 
 #: Each layout version: state name -> (kind, key form, value form), as registered.
 LAYOUTS: dict[int, dict[str, tuple[str, str, str]]] = {
     1: {
+        MEMORY_V1: ("map", "STRING: a flattened memory path", "PICKLED: the path's value"),
+        **_LAYOUT_1_COMMON,
+    },
+    2: {
         MEMORY: ("map", "STRING: a flattened memory path", "PICKLED: the path's value"),
-        MEMORY_TOUCHED: ("value", "", "DOUBLE: time of the last memory change (ttl only)"),
-        PENDING: ("list", "", "PICKLED: (input id, timestamp code, record) of Item.to_state"),
-        DURABLE: ("map", "STRING: <input id>/<call id>", "PICKLED: dumps(DurableRecord)"),
-        APPROVAL: ("value", "", "STRING: id of the approval request the paused run emitted"),
-    }
+        MEMORY_PATHS: ("value", "", "PICKLED: list of the key's memory paths (the map's keys)"),
+        **_LAYOUT_1_COMMON,
+    },
 }
+
+#: The states of older layouts that ``open()`` registers too, to migrate what they hold.
+MIGRATED = (MEMORY_V1,)
+
+
+class _Counted:
+    """A keyed state whose method calls are counted by name (``KeyedState.count_accesses``:
+    tests check which accesses a run makes, e.g. that no run iterates a key's memory)."""
+
+    def __init__(self, state: Any, name: str, counts: dict[str, int]) -> None:
+        self._state, self._name, self._counts = state, name, counts
+
+    def __getattr__(self, method: str) -> Any:
+        call = getattr(self._state, method)
+        label, counts = f"{self._name}.{method}", self._counts
+
+        def counted(*args: Any) -> Any:
+            counts[label] = counts.get(label, 0) + 1
+            return call(*args)
+
+        return counted
 
 
 class KeyedState:
     """The function's keyed state, of the state backend's current key.
 
     Args:
-        memory: ``MapState`` path -> value, the committed short-term memory (flattened).
+        memory: ``MapState`` path -> value, the committed short-term memory (flattened),
+            read by point lookups of the paths in ``paths``, never iterated.
+        paths: ``ValueState`` list of the key's memory paths (None: the key has none).
         pending: ``ListState`` of the inputs accepted and not committed yet
             (:meth:`Item.to_state` form), in arrival order.
         durable: ``MapState`` ``"<input id>/<call id>"`` -> pickled :class:`DurableRecord`,
@@ -76,12 +117,16 @@ class KeyedState:
             memory is not read until a run commits some.
         approval: ``ValueState`` id of the approval request the key's paused run emitted
             (so that the run paused again after a restore does not emit it twice).
+        legacy_memory: layout 1's memory ``MapState`` while it may hold entries (a restore
+            from a savepoint of layout 1): a key without ``paths`` is looked up there once,
+            and what it holds is moved to ``memory`` and ``paths``. None: nothing to move.
     """
 
     def __init__(
         self,
         *,
         memory: Any,
+        paths: Any,
         pending: Any,
         durable: Any,
         touched: Any = None,
@@ -91,9 +136,12 @@ class KeyedState:
         check_restored: bool = True,
         memory_unused: bool = False,
         approval: Any = None,
+        legacy_memory: Any = None,
     ) -> None:
         self.approval = approval
         self.memory = memory
+        self.paths = paths
+        self.legacy_memory = legacy_memory
         self.pending = pending
         self.durable = durable
         self.touched = touched
@@ -120,10 +168,15 @@ class KeyedState:
     ) -> KeyedState:
         """The states of ``runtime_context`` (the function's ``open()``)."""
         pickled = Types.PICKLED_BYTE_ARRAY()
+        # Layout 1's memory is registered too: a restore from one of its savepoints holds it.
+        legacy = runtime_context.get_map_state(
+            MapStateDescriptor(MEMORY_V1, Types.STRING(), pickled)
+        )
         state = cls(
             memory=runtime_context.get_map_state(
                 MapStateDescriptor(MEMORY, Types.STRING(), pickled)
             ),
+            paths=runtime_context.get_state(ValueStateDescriptor(MEMORY_PATHS, pickled)),
             pending=runtime_context.get_list_state(ListStateDescriptor(PENDING, pickled)),
             durable=runtime_context.get_map_state(
                 MapStateDescriptor(DURABLE, Types.STRING(), pickled)
@@ -141,6 +194,7 @@ class KeyedState:
             ttl_on_read=ttl_on_read,
             memory_unused=keyless,
             approval=runtime_context.get_state(ValueStateDescriptor(APPROVAL, Types.STRING())),
+            legacy_memory=None if keyless else legacy,
         )
         try:
             state.keys = internals.state_keys(runtime_context)
@@ -149,14 +203,33 @@ class KeyedState:
             return state
         try:
             # A state read per record is skipped while keyed state certainly holds nothing
-            # to read: pending inputs of a restore, memory of any key.
+            # to read: pending inputs of a restore, memory of any key (either layout).
             state.check_restored = internals.state_may_hold(state.keys, PENDING)
-            state.memory_unused = keyless or not internals.state_may_hold(state.keys, MEMORY)
+            if not keyless and not internals.state_may_hold(state.keys, MEMORY_V1):
+                state.legacy_memory = None
+            state.memory_unused = keyless or (
+                state.legacy_memory is None
+                and not internals.state_may_hold(state.keys, MEMORY_PATHS)
+            )
         except internals.InternalsChanged as exc:
             state.probe_problem = str(exc)
         if state.check_restored:
             log.info("keyed state may hold pending inputs from before a restore")
+        if state.legacy_memory is not None and state.keys.java:
+            log.info("keyed state holds memory of layout 1: moved to layout 2 key by key")
         return state
+
+    def count_accesses(self) -> dict[str, int]:
+        """Count every call on the keyed states from now on, by ``"<state>.<method>"``
+        (e.g. ``"memory.items"``); the counts, filled as calls are made (tests)."""
+        counts: dict[str, int] = {}
+        for name in ("memory", "paths", "legacy_memory", "pending", "durable", "touched"):
+            inner = getattr(self, name)
+            if inner is not None:
+                setattr(self, name, _Counted(inner, name, counts))
+        if self.approval is not None:
+            self.approval = _Counted(self.approval, "approval", counts)
+        return counts
 
     # -- the current key -----------------------------------------------------------------------
     def use_key(self) -> None:
@@ -174,29 +247,81 @@ class KeyedState:
 
     # -- short-term memory --------------------------------------------------------------------
     def load_memory(self) -> dict[str, Any]:
-        """The key's committed memory; cleared first when its TTL has passed."""
+        """The key's committed memory (point lookups: its paths, then each path's value);
+        cleared first when its TTL has passed."""
         if self.memory_unused:
             return {}
         self.use_key()
-        if self.touched is not None:
-            last = self.touched.value()
-            if last is not None and time.time() - last > self.ttl:
-                self.memory.clear()
-                self.touched.clear()
-                return {}
-        return dict(self.memory.items())
+        paths: list[str] | None = self.paths.value()
+        if paths is None:
+            return self._migrate() if self.legacy_memory is not None else {}
+        if self._expired():
+            remove = self.memory.remove
+            for path in paths:
+                remove(path)
+            self.paths.clear()
+            return {}
+        get = self.memory.get
+        return {path: get(path) for path in paths}
+
+    def _expired(self) -> bool:
+        """Whether the key's memory TTL has passed (its time is cleared then)."""
+        if self.touched is None:
+            return False
+        last = self.touched.value()
+        if last is not None and time.time() - last > self.ttl:
+            self.touched.clear()
+            return True
+        return False
+
+    def _migrate(self) -> dict[str, Any]:
+        """The key's memory of layout 1 (iterated, once per key), moved to layout 2."""
+        legacy = self.legacy_memory
+        memory = dict(legacy.items())
+        if not memory:
+            return {}
+        legacy.clear()
+        if self._expired():
+            return {}
+        put = self.memory.put
+        for path, value in memory.items():
+            put(path, value)
+        self.paths.update(list(memory))
+        return memory
 
     def commit_memory(self, updates: dict[str, Any], deletes: list[str]) -> None:
-        """Write a run's memory changes."""
+        """Write a run's memory changes: the paths it changed, and the key's paths when
+        their set changed."""
         self.use_key()
         if updates:
             self.memory_unused = False
+        memory = self.memory
         for path in deletes:
-            self.memory.remove(path)
+            memory.remove(path)
         for path, value in updates.items():
-            self.memory.put(path, value)
+            memory.put(path, value)
+        # A key of layout 1 was moved when its memory was loaded, before its run.
+        paths = self._changed_paths(self.paths.value() or [], updates, deletes)
+        if paths is not None:
+            if paths:
+                self.paths.update(paths)
+            else:
+                self.paths.clear()
         if self.touched is not None:
             self.touched.update(time.time())
+
+    @staticmethod
+    def _changed_paths(
+        known: list[str], updates: dict[str, Any], deletes: list[str]
+    ) -> list[str] | None:
+        """The key's paths after a run's changes (updates and deletes never share a path);
+        None when they are ``known``."""
+        present = set(known)
+        dropped = present.intersection(deletes)
+        new = [path for path in updates if path not in present]
+        if not dropped and not new:
+            return None
+        return [path for path in known if path not in dropped] + new
 
     def touch_memory(self) -> None:
         """Start the key's memory TTL again (a run read it; ``ttl_on_read``)."""
