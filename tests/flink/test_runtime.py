@@ -205,7 +205,8 @@ def test_outputs_of_a_slow_stream_leave_with_their_batch_not_at_the_end(tmp_path
     sent, arrived = tmp_path / "sent.jsonl", tmp_path / "arrived.jsonl"
     records = [{"key": f"k{i % 2}", "i": i} for i in range(6)]
     conf = Configuration()
-    # Process mode holds outputs for PyFlink's bundles (README): small ones here.
+    # Process mode holds outputs for PyFlink's bundles (docs/user-guide/configuration.md):
+    # small ones here.
     conf.set_string("python.fn-execution.bundle.size", "1")
     conf.set_string("python.fn-execution.bundle.time", "10")
     env = StreamExecutionEnvironment.get_execution_environment(conf)
