@@ -201,8 +201,7 @@ class KeyedState:
             if not keyless and not internals.state_may_hold(state.keys, MEMORY_V1):
                 state.legacy_memory = None
             state.memory_unused = keyless or (
-                state.legacy_memory is None
-                and not internals.state_may_hold(state.keys, MEMORY)
+                state.legacy_memory is None and not internals.state_may_hold(state.keys, MEMORY)
             )
         except internals.InternalsChanged as exc:
             state.probe_problem = str(exc)
