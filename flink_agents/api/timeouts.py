@@ -152,6 +152,11 @@ def bounded(
     return call
 
 
+#: The code of every wrapper :func:`bounded` makes (the durable call log recognizes them by
+#: it: ``runtime/core/context.py``).
+BOUNDED_CODE = bounded(asyncio.sleep, 1.0, "", "").__code__
+
+
 async def await_within(
     awaitable: Awaitable[_T], seconds: float, expired: Callable[[], BaseException]
 ) -> _T:
@@ -214,7 +219,7 @@ class _Resumed:
     it goes on as ``yield from`` would have (what the task sends or throws is passed on,
     closing it closes the awaitable)."""
 
-    __slots__ = ("_steps", "_step")
+    __slots__ = ("_step", "_steps")
 
     def __init__(self, steps: Any, step: Any) -> None:
         self._steps = steps
