@@ -180,7 +180,7 @@ async def await_within(
     try:
         step = steps.send(None)
     except StopIteration as done:  # finished without waiting: nothing to bound
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     task = asyncio.current_task()
     if task is None:  # not inside a task (a bare coroutine driven by hand): nothing to cancel
         return await _Resumed(steps, step)

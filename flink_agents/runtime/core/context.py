@@ -122,7 +122,7 @@ def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
         if code is BOUNDED_CODE:
             # A call bounded by a deadline (api/timeouts.bounded): a coroutine function
             # named after the function it wraps, whose own information is cached.
-            return _call_info(raw.__wrapped__)[0], True
+            return _call_info(raw.__wrapped__)[0], True  # type: ignore[union-attr]
         info = (_signature(raw), inspect.iscoroutinefunction(raw))
         # A wrapper (functools.wraps) shares its code with every function it wraps (e.g. a
         # call bounded by a timeout): named after the wrapped one each time, never cached.
