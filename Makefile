@@ -53,14 +53,16 @@ stores:
 test-fast: venv java
 	$(PY) -m pytest -m "not flink" -q
 
-## The per-key protocol's property tests with a long budget (the fast suite runs a fixed,
-## derandomized 200 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
+## The per-key protocol's property tests and the secret byte scan's with a long budget (the
+## fast suite runs 200 / 400 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
 ## with hypothesis' statistics (examples tried, how often each transition was reached); no
 ## pytest-timeout (the suite's 600 s would cut a long budget).
 PROPS_EXAMPLES ?= 20000
 test-props: venv
 	FLINK_AGENTS_PROPS=long FLINK_AGENTS_PROPS_EXAMPLES=$(PROPS_EXAMPLES) $(PY) -m pytest \
-	  tests/runtime/test_sequencing_props.py -q -p no:randomly --timeout=0 \
+	  tests/runtime/test_sequencing_props.py \
+	  tests/test_secrets.py::test_the_byte_scan_never_misses_what_the_walk_masks \
+	  -q -p no:randomly --timeout=0 \
 	  --hypothesis-show-statistics
 
 ## Flink tests run in both python.execution-mode values (thread is the default).
