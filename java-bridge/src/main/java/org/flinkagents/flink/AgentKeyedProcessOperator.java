@@ -51,9 +51,11 @@ import org.slf4j.LoggerFactory;
  * (or PyFlink's own object when anything about it is unexpected). With it in place, inputs
  * reach Python in batches ({@code batch.size}): buffered here with their keys and timestamps,
  * handed over in one call when the batch is full, {@code batch.linger-ms} after its first
- * input (at once when that input came after a gap of at least {@code batch.linger-ms}: at a
- * low rate an input does not wait for a batch that will not fill), and before every checkpoint
- * barrier (ahead of the hook), watermark and the end of input. Python switches the keyed
+ * input, and before every checkpoint barrier (ahead of the hook), watermark and the end of
+ * input. A batch's first input goes at once, alone, when it came after an idle gap of at least
+ * {@code batch.linger-ms} or when inputs have been arriving more than a quarter of it apart
+ * on average (fewer than ~4 would join it within the linger): at a low rate no input waits
+ * for a batch that will not fill, also when two inputs happen to arrive close together. Python switches the keyed
  * state backend to an input's key when it uses state or timers; each output comes back with its
  * input's timestamp code, which sets the record's timestamp here. The batches handed over are
  * counted by what sent them (accumulators {@code flink-agents.batches.<cause>}, see
@@ -116,16 +118,20 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     /**
      * Why a batch went to Python, the accumulators' name suffixes: full ({@code batch.size}),
      * linger ({@code batch.linger-ms} after its first input), idle (its only input came after
-     * an idle gap), barrier, watermark, end (of input).
+     * an idle gap of at least the linger), sparse (its only input came while inputs arrive
+     * more than a quarter of the linger apart on average), barrier, watermark, end (of input).
      */
-    static final String[] CAUSES = {"full", "linger", "idle", "barrier", "watermark", "end"};
+    static final String[] CAUSES = {
+        "full", "linger", "idle", "sparse", "barrier", "watermark", "end"
+    };
 
     private static final int FULL = 0;
     private static final int LINGER = 1;
     private static final int IDLE = 2;
-    private static final int BARRIER = 3;
-    private static final int WATERMARK = 4;
-    private static final int END = 5;
+    private static final int SPARSE = 3;
+    private static final int BARRIER = 4;
+    private static final int WATERMARK = 5;
+    private static final int END = 6;
 
     /** Batches handed over, by cause (index into {@link #CAUSES}). */
     private transient LongCounter[] batches;
@@ -137,6 +143,13 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
      * latency).
      */
     private transient long lastInputNanos;
+
+    /**
+     * The average gap before an input (moving, weight 1/8; each gap counted as at most the
+     * linger, so that one long pause does not hide a burst that follows it): above a quarter
+     * of the linger, a batch's first input goes at once.
+     */
+    private transient long averageGapNanos;
 
     public AgentKeyedProcessOperator(
             Configuration config,
@@ -235,6 +248,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                 buffer = new ArrayList<>(batchSize);
                 // The first input comes after a gap (nanoTime's origin is arbitrary).
                 lastInputNanos = System.nanoTime() - lingerMs * 1_000_000L;
+                averageGapNanos = lingerMs * 1_000_000L;
                 batches = new LongCounter[CAUSES.length];
                 for (int i = 0; i < CAUSES.length; i++) {
                     // Get-or-add: two agent operators chained in one task share them.
@@ -314,11 +328,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                         getCurrentKey(), copy(inputConverter.toExternal(element.getValue())), ts
                     });
             long arrived = System.nanoTime();
-            boolean afterGap =
-                    buffer.size() == 1 && arrived - lastInputNanos >= lingerMs * 1_000_000L;
+            long lingerNanos = lingerMs * 1_000_000L;
+            long gap = Math.min(Math.max(arrived - lastInputNanos, 0L), lingerNanos);
+            averageGapNanos += (gap - averageGapNanos) / 8;
             lastInputNanos = arrived;
-            if (afterGap) {
+            if (buffer.size() == 1 && gap >= lingerNanos) {
                 flush(IDLE);
+            } else if (buffer.size() == 1 && averageGapNanos * 4 > lingerNanos) {
+                flush(SPARSE);
             } else if (buffer.size() >= batchSize) {
                 flush(FULL);
             } else if (!flushScheduled) {
