@@ -55,11 +55,12 @@ import org.slf4j.LoggerFactory;
  * input. A batch's first input goes at once, alone, when it came after an idle gap of at least
  * {@code batch.linger-ms} or when inputs have been arriving more than a quarter of it apart
  * on average (fewer than ~4 would join it within the linger): at a low rate no input waits
- * for a batch that will not fill, also when two inputs happen to arrive close together. Python switches the keyed
- * state backend to an input's key when it uses state or timers; each output comes back with its
- * input's timestamp code, which sets the record's timestamp here. The batches handed over are
- * counted by what sent them (accumulators {@code flink-agents.batches.<cause>}, see
- * {@link #CAUSES}: in the job's result and the web UI's Accumulators tab).
+ * for a batch that will not fill, also when two inputs happen to arrive close together.
+ * Python switches the keyed state backend to an input's key when it uses state or timers; each
+ * output comes back with its input's timestamp code, which sets the record's timestamp here.
+ * The batches handed over are counted by what sent them (accumulators
+ * {@code flink-agents.batches.<cause>}, see {@link #CAUSES}: in the job's result and the web
+ * UI's Accumulators tab).
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
