@@ -48,6 +48,32 @@ _LOCAL_CLIENTS: dict[str, Any] = {}
 _LOCAL_LOCK = threading.Lock()
 
 
+class _Serialized:
+    """An embedded ``QdrantClient`` whose calls run one at a time.
+
+    Qdrant's local mode keeps its points in in-process arrays and SQLite without any lock:
+    concurrent writes from several threads (keys' runs call the store from the pool, e.g.
+    long-term memory's ``durable_execute_async``) lost points (1 run in 3 under load). A
+    remote client (HTTP/gRPC) is thread-safe and is not wrapped.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._wrapped = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._wrapped, name)
+        if not callable(attr):
+            return attr
+        lock = self._lock
+
+        def serialized(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return attr(*args, **kwargs)
+
+        return serialized
+
+
 @atexit.register
 def _close_local_clients() -> None:
     # Closed before the interpreter tears modules down (a client's __del__ then fails).
@@ -149,7 +175,8 @@ class QdrantVectorStore(SizedCollectionStore):
                     with _LOCAL_LOCK:
                         client = _LOCAL_CLIENTS.get(key)
                         if client is None:
-                            client = _LOCAL_CLIENTS[key] = qdrant.QdrantClient(path=key)
+                            client = _Serialized(qdrant.QdrantClient(path=key))
+                            _LOCAL_CLIENTS[key] = client
                     self._client = client
                 elif remote:
                     self._client = qdrant.QdrantClient(
@@ -161,7 +188,7 @@ class QdrantVectorStore(SizedCollectionStore):
                         timeout=int(self.timeout) if self.timeout else None,
                     )
                 else:
-                    self._client = qdrant.QdrantClient(location=":memory:")
+                    self._client = _Serialized(qdrant.QdrantClient(location=":memory:"))
             except Exception as exc:
                 raise VectorStoreError(
                     f"cannot open Qdrant at {self._where()}: {type(exc).__name__}: {exc}"

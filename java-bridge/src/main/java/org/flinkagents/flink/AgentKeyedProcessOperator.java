@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
@@ -50,11 +51,16 @@ import org.slf4j.LoggerFactory;
  * (or PyFlink's own object when anything about it is unexpected). With it in place, inputs
  * reach Python in batches ({@code batch.size}): buffered here with their keys and timestamps,
  * handed over in one call when the batch is full, {@code batch.linger-ms} after its first
- * input (at once when that input came after a gap of at least {@code batch.linger-ms}: at a
- * low rate an input does not wait for a batch that will not fill), and before every checkpoint
- * barrier (ahead of the hook), watermark and the end of input. Python switches the keyed
- * state backend to an input's key when it uses state or timers; each output comes back with its
- * input's timestamp code, which sets the record's timestamp here.
+ * input, and before every checkpoint barrier (ahead of the hook), watermark and the end of
+ * input. A batch's first input goes at once, alone, when it came after an idle gap of at least
+ * {@code batch.linger-ms} or when inputs have been arriving more than a quarter of it apart
+ * on average (fewer than ~4 would join it within the linger): at a low rate no input waits
+ * for a batch that will not fill, also when two inputs happen to arrive close together.
+ * Python switches the keyed state backend to an input's key when it uses state or timers; each
+ * output comes back with its input's timestamp code, which sets the record's timestamp here.
+ * The batches handed over are counted by what sent them (accumulators
+ * {@code flink-agents.batches.<cause>}, see {@link #CAUSES}: in the job's result and the web
+ * UI's Accumulators tab).
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
@@ -111,12 +117,40 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     private transient boolean flushScheduled;
 
     /**
+     * Why a batch went to Python, the accumulators' name suffixes: full ({@code batch.size}),
+     * linger ({@code batch.linger-ms} after its first input), idle (its only input came after
+     * an idle gap of at least the linger), sparse (its only input came while inputs arrive
+     * more than a quarter of the linger apart on average), barrier, watermark, end (of input).
+     */
+    static final String[] CAUSES = {
+        "full", "linger", "idle", "sparse", "barrier", "watermark", "end"
+    };
+
+    private static final int FULL = 0;
+    private static final int LINGER = 1;
+    private static final int IDLE = 2;
+    private static final int SPARSE = 3;
+    private static final int BARRIER = 4;
+    private static final int WATERMARK = 5;
+    private static final int END = 6;
+
+    /** Batches handed over, by cause (index into {@link #CAUSES}). */
+    private transient LongCounter[] batches;
+
+    /**
      * When the last input arrived or the last batch was processed ({@link System#nanoTime}): an
      * input that comes after an idle gap of at least {@code batch.linger-ms} goes to Python at
      * once instead of waiting for a batch that a slow input would not fill (the low-rate
      * latency).
      */
     private transient long lastInputNanos;
+
+    /**
+     * The average gap before an input (moving, weight 1/8; each gap counted as at most the
+     * linger, so that one long pause does not hide a burst that follows it): above a quarter
+     * of the linger, a batch's first input goes at once.
+     */
+    private transient long averageGapNanos;
 
     public AgentKeyedProcessOperator(
             Configuration config,
@@ -213,6 +247,15 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                 batchSize = (int) size;
                 lingerMs = Math.max(1, ((Number) settings[1]).longValue());
                 buffer = new ArrayList<>(batchSize);
+                // The first input comes after a gap (nanoTime's origin is arbitrary).
+                lastInputNanos = System.nanoTime() - lingerMs * 1_000_000L;
+                averageGapNanos = lingerMs * 1_000_000L;
+                batches = new LongCounter[CAUSES.length];
+                for (int i = 0; i < CAUSES.length; i++) {
+                    // Get-or-add: two agent operators chained in one task share them.
+                    batches[i] =
+                            getRuntimeContext().getLongCounter("flink-agents.batches." + CAUSES[i]);
+                }
             }
         }
     }
@@ -286,11 +329,16 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                         getCurrentKey(), copy(inputConverter.toExternal(element.getValue())), ts
                     });
             long arrived = System.nanoTime();
-            boolean afterGap =
-                    buffer.size() == 1 && arrived - lastInputNanos >= lingerMs * 1_000_000L;
+            long lingerNanos = lingerMs * 1_000_000L;
+            long gap = Math.min(Math.max(arrived - lastInputNanos, 0L), lingerNanos);
+            averageGapNanos += (gap - averageGapNanos) / 8;
             lastInputNanos = arrived;
-            if (buffer.size() >= batchSize || afterGap) {
-                flush();
+            if (buffer.size() == 1 && gap >= lingerNanos) {
+                flush(IDLE);
+            } else if (buffer.size() == 1 && averageGapNanos * 4 > lingerNanos) {
+                flush(SPARSE);
+            } else if (buffer.size() >= batchSize) {
+                flush(FULL);
             } else if (!flushScheduled) {
                 flushScheduled = true;
                 ProcessingTimeService time = getProcessingTimeService();
@@ -298,7 +346,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                         time.getCurrentProcessingTime() + lingerMs,
                         now -> {
                             flushScheduled = false;
-                            flush();
+                            flush(LINGER);
                         });
             }
             return;
@@ -319,12 +367,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     /**
      * Hands the buffered inputs to Python in one call and emits their outputs, each with its
      * input's timestamp (taken from the output's timestamp code, so that records are the same as
-     * without batching also when the timestamp operator only unwraps).
+     * without batching also when the timestamp operator only unwraps). {@code cause}: what sent
+     * it, counted.
      */
-    private void flush() throws Exception {
+    private void flush(int cause) throws Exception {
         if (buffer == null || buffer.isEmpty()) {
             return;
         }
+        batches[cause].add(1L);
         Object[] batch = buffer.toArray();
         buffer.clear();
         // The batch is an Object[]: wrapped, or varargs would spread it into arguments.
@@ -344,14 +394,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     @Override
     public void processWatermark(Watermark mark) throws Exception {
-        flush(); // inputs before the watermark are processed before its timers fire
+        flush(WATERMARK); // inputs before the watermark are processed before its timers fire
         super.processWatermark(mark);
     }
 
     @Override
     public void endInput() {
         try {
-            flush();
+            flush(END);
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
@@ -364,7 +414,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         // Inputs before the barrier are processed (finished, or waiting in keyed state)
         // before their durable records are saved.
-        flush();
+        flush(BARRIER);
         if (python != null) {
             call(HOOK, "before_barrier", checkpointId);
         }
