@@ -148,14 +148,26 @@ def test_a_replayed_call_is_answered_from_the_log_even_when_the_budget_is_spent_
 
 
 def _moments_before(boundary: float, seconds: float, monkeypatch: Any) -> None:
-    """Move the budget clock so that ``boundary`` (a window's end) is ``seconds`` away."""
-    offset = boundary - seconds - time.time()
-    monkeypatch.setattr(governance, "_now", lambda: time.time() + offset)
+    """Move the budget clock so that ``boundary`` (a window's end) is ``seconds`` away.
+
+    The fake clock starts at its first reading (the first call's budget check), not when the
+    test sets it up: a loaded machine that takes longer than ``seconds`` to start the runner
+    would otherwise put the first call past the boundary and pause the second one for a
+    whole day (the test hung that way under load).
+    """
+    started: list[float] = []
+
+    def now() -> float:
+        if not started:
+            started.append(time.time())
+        return boundary - seconds + (time.time() - started[0])
+
+    monkeypatch.setattr(governance, "_now", now)
 
 
 def test_pause_holds_the_key_until_its_day_ends(monkeypatch, tmp_path):
     now = time.time()
-    _moments_before((int(now // 86400) + 1) * 86400.0, 1.0, monkeypatch)
+    _moments_before((int(now // 86400) + 1) * 86400.0, 2.0, monkeypatch)
     config = {
         "budget.tokens-per-key-per-day": 10,
         "budget.on-key-exhausted": "pause",
@@ -177,7 +189,7 @@ def test_pause_holds_the_key_until_its_day_ends(monkeypatch, tmp_path):
 
 def test_the_jobs_hourly_budget_pauses_every_key_by_default(monkeypatch):
     now = time.time()
-    _moments_before((int(now // 3600) + 1) * 3600.0, 1.0, monkeypatch)
+    _moments_before((int(now // 3600) + 1) * 3600.0, 2.0, monkeypatch)
     config = {"budget.tokens-per-job-per-hour": 3 * TOKENS}
     with OpenAIServer(["ok"]) as server, LocalRunner(_plan(server, config)) as runner:
         left_before = runner.runner.metrics.to_dict()["budgetJobTokensLeft"]
