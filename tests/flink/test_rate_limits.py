@@ -111,6 +111,7 @@ def test_a_keys_budget_count_survives_a_failure_and_restore() -> None:
     assert calls == 4
 
 
+@pytest.mark.skipif(MODE != "thread", reason="batches (batch.size) are a thread-mode path")
 def test_a_checkpoint_completes_while_a_batch_waits_for_the_quota() -> None:
     from pyflink.common import WatermarkStrategy
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
@@ -120,8 +121,6 @@ def test_a_checkpoint_completes_while_a_batch_waits_for_the_quota() -> None:
     from flink_agents.ops import jobs
     from flink_agents.testing.ports import free_port
 
-    if MODE != "thread":
-        pytest.skip("batches (batch.size) are a thread-mode path")
     # 30 requests a minute (one every 2 s), 2 in flight, an endless input of keys in
     # batches of 32 (the default batch.size): a batch that waited on the task thread for
     # its 30 places (60 s) held every checkpoint barrier behind it. The operator admits the
@@ -181,11 +180,12 @@ def test_a_checkpoint_completes_while_a_batch_waits_for_the_quota() -> None:
     assert min(cp["end_to_end_duration"] for cp in completed[:-1]) < 2000
 
 
+@pytest.mark.skipif(
+    MODE != "thread", reason="process mode keeps the job's count in memory (docs/rate-limits.md)"
+)
 def test_the_jobs_hourly_count_survives_a_failure_and_restore() -> None:
     from flink_agents.testing.run import run_agent
 
-    if MODE != "thread":
-        pytest.skip("the job's count is in the thread-mode operator's state")
     # 40 tokens an hour for the job, 18 a call, one run at a time: the third call crosses
     # the budget and the fourth and fifth are refused. The job fails once after the first
     # two inputs (their count checkpointed) and restarts from that checkpoint: the fourth
