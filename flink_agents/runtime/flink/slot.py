@@ -12,7 +12,6 @@ touches Flink state; see docs/ARCHITECTURE.md.
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
 import logging
 import threading
@@ -211,8 +210,11 @@ class SlotRuntime:
         #: Whether the operator admits whole batches (:meth:`admit_batches`): an input then
         #: never waits on the operator thread; without a free place it queues here.
         self.admits_batches = False
-        #: Grants of inputs accepted without a free place, first first (admits_batches).
-        self._queued: collections.deque[Callable[[], None]] = collections.deque()
+        #: Grants of inputs accepted without a free place, first first (admits_batches):
+        #: waiters of the gate, like the threads blocked in acquire(), not a queue of
+        #: inputs; a grant asks the key's protocol which input gets the place (placed()).
+        #: A list: at most about a batch long.
+        self._queued: list[Callable[[], None]] = []
         self._close_requested = False
         self._closed = False
         self._cancelled = False
@@ -353,7 +355,7 @@ class SlotRuntime:
             self._in_flight -= count
             while self._queued and self._in_flight < self.max_in_flight:
                 self._in_flight += 1
-                grants.append(self._queued.popleft())
+                grants.append(self._queued.pop(0))
             if self._waiting:
                 self._cond.notify_all()
         for grant in grants:
