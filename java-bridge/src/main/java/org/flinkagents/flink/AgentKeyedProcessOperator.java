@@ -8,8 +8,14 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.api.common.accumulators.LongCounter;
+import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.BasicTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedDataStreamPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedPythonFunctionOperator;
@@ -18,6 +24,7 @@ import org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKe
 import org.apache.flink.streaming.api.utils.PythonTypeUtils;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.tasks.ProcessingTimeService;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,6 +68,21 @@ import org.slf4j.LoggerFactory;
  * The batches handed over are counted by what sent them (accumulators
  * {@code flink-agents.batches.<cause>}, see {@link #CAUSES}: in the job's result and the web
  * UI's Accumulators tab).
+ *
+ * <p>With batches, the backpressure of a full slot ({@code max-in-flight}) happens here, not in
+ * Python: before it starts a batch the operator waits until the slot has a free place ({@code
+ * wait_for_room}, in slices of {@link #ROOM_WAIT_MS}) and runs its mailbox between the slices
+ * (every mail, checkpoint barriers too: an unaligned barrier does not wait for the calls, and
+ * timers emit the results meanwhile). The batch's inputs then never wait in Python: one
+ * without a free place queues in the slot and starts when a place frees, so at most {@code
+ * max-in-flight} inputs run and at most a batch more waits (the input that started the batch
+ * is buffered before the wait: a checkpoint taken meanwhile flushes it into keyed state).
+ *
+ * <p>The job's hourly token budget ({@code budget.tokens-per-job-per-hour}) is counted per subtask
+ * in Python; the count goes into this operator's union list state {@link #JOB_BUDGET} with each
+ * checkpoint ({@code BarrierHook.job_budget_state}) and back to Python after a restore ({@code
+ * BarrierHook.restore_job_budget}, every old subtask's entry: after a rescale each subtask takes
+ * an equal share of the job's count).
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
@@ -115,6 +137,23 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     private transient List<Object[]> buffer;
 
     private transient boolean flushScheduled;
+
+    /** Longest wait in Python for a free in-flight place before the mailbox runs again (ms). */
+    static final long ROOM_WAIT_MS = 20;
+
+    /**
+     * Runs any mail of the task (priority {@link TaskMailbox#MIN_PRIORITY}) while a batch waits
+     * for a free place; null: the batch waits in Python (the slot's blocking gate).
+     */
+    private transient MailboxExecutor anyMail;
+
+    /** Name of the operator state holding the subtasks' counts of the job's hourly budget. */
+    static final String JOB_BUDGET = "fa-job-budget";
+
+    private transient ListState<String> jobBudget;
+
+    /** The entries {@link #JOB_BUDGET} held after a restore, for Python once it is open. */
+    private transient List<String> restoredJobBudget;
 
     /**
      * Why a batch went to Python, the accumulators' name suffixes: full ({@code batch.size}),
@@ -213,8 +252,55 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     }
 
     @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        jobBudget =
+                context.getOperatorStateStore()
+                        .getUnionListState(
+                                new ListStateDescriptor<>(
+                                        JOB_BUDGET, BasicTypeInfo.STRING_TYPE_INFO));
+        restoredJobBudget = new ArrayList<>();
+        if (context.isRestored()) {
+            for (String entry : jobBudget.get()) {
+                restoredJobBudget.add(entry);
+            }
+        }
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        // Union list state: each subtask writes its own entry only (a restore hands every
+        // subtask all of them).
+        jobBudget.clear();
+        if (python != null) {
+            Object mine = call(HOOK, "job_budget_state", subtaskIndex(), parallelism());
+            if (mine != null) {
+                jobBudget.add(mine.toString());
+            }
+        }
+    }
+
+    private int subtaskIndex() {
+        return getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+    }
+
+    private int parallelism() {
+        return getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
+    }
+
+    @Override
     public void open() throws Exception {
         super.open();
+        if (python != null && restoredJobBudget != null && !restoredJobBudget.isEmpty()) {
+            call(
+                    HOOK,
+                    "restore_job_budget",
+                    restoredJobBudget.toArray(new Object[0]),
+                    subtaskIndex(),
+                    parallelism());
+        }
+        restoredJobBudget = null;
         if (lean) {
             try {
                 inputConverter =
@@ -256,7 +342,40 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                     batches[i] =
                             getRuntimeContext().getLongCounter("flink-agents.batches." + CAUSES[i]);
                 }
+                admitBatches();
             }
+        }
+    }
+
+    /** Waits for free places here, between mails, instead of in Python (see the class). */
+    private void admitBatches() {
+        try {
+            MailboxExecutor mail =
+                    getContainingTask()
+                            .getMailboxExecutorFactory()
+                            .createExecutor(TaskMailbox.MIN_PRIORITY);
+            call("operation", "admit_batches");
+            anyMail = mail;
+        } catch (Exception | LinkageError e) {
+            warnOnce(
+                    "room",
+                    "flink-agents: a batch waits for its in-flight places in Python (a checkpoint"
+                            + " barrier waits for it too)",
+                    e instanceof Exception ? (Exception) e : new RuntimeException(e));
+        }
+    }
+
+    /**
+     * Returns once the slot has a free in-flight place, running the task's mails (timers,
+     * checkpoints) while it waits: the backpressure of a batch.
+     */
+    private void awaitRoom() throws Exception {
+        long slice = 0;
+        while (!Boolean.TRUE.equals(call("operation", "wait_for_room", slice))) {
+            while (anyMail.tryYield()) {
+                // each mail runs; the next slice looks at the slot again
+            }
+            slice = ROOM_WAIT_MS;
         }
     }
 
@@ -333,6 +452,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
             long gap = Math.min(Math.max(arrived - lastInputNanos, 0L), lingerNanos);
             averageGapNanos += (gap - averageGapNanos) / 8;
             lastInputNanos = arrived;
+            if (anyMail != null && buffer.size() == 1) {
+                // A batch starts: wait for a free place (mails run meanwhile; a timer or a
+                // checkpoint may flush the buffer).
+                awaitRoom();
+                if (buffer.isEmpty()) {
+                    return;
+                }
+            }
             if (buffer.size() == 1 && gap >= lingerNanos) {
                 flush(IDLE);
             } else if (buffer.size() == 1 && averageGapNanos * 4 > lingerNanos) {
