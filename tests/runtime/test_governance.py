@@ -219,6 +219,40 @@ def test_the_jobs_budget_can_raise_instead():
     assert kinds == ["BudgetExhaustedError", "content", "content"]
 
 
+def test_the_jobs_hourly_count_goes_into_operator_state_and_back_also_after_a_rescale(
+    monkeypatch,
+):
+    from flink_agents.api.core_options import AgentConfiguration
+    from flink_agents.runtime.governance import ModelGovernance
+    from flink_agents.runtime.metric_groups import SimpleMetricGroup
+
+    def gov() -> ModelGovernance:
+        config = AgentConfiguration()
+        config.set_str("budget.tokens-per-job-per-hour", "1000")
+        return ModelGovernance(config, SimpleMetricGroup())
+
+    now = (time.time() // 3600) * 3600 + 10  # never at the end of an hour
+    monkeypatch.setattr(governance, "_now", lambda: now)
+    old = [gov(), gov()]
+    old[0].count_job(100)
+    old[1].count_job(30)
+    entries = [g.job_snapshot(i, 2) for i, g in enumerate(old)]
+    assert all(e is not None for e in entries)
+    # The same parallelism: each subtask goes on with its own count.
+    same = gov()
+    same.restore_job([e for e in entries if e], 1, 2)
+    assert same._job_used(now) == 30
+    # Rescaled to 3: each takes a third of the job's 130, rounded up.
+    rescaled = gov()
+    rescaled.restore_job([e for e in entries if e], 2, 3)
+    assert rescaled._job_used(now) == 44
+    # An hour that has passed is not carried over; without a job budget nothing is kept.
+    past = gov()
+    past.restore_job(['{"subtask": 0, "parallelism": 2, "window_end": 3600.0, "tokens": 9}'], 0, 2)
+    assert past._job_used(now) == 0
+    assert ModelGovernance(AgentConfiguration(), SimpleMetricGroup()).job_snapshot(0, 1) is None
+
+
 def test_bad_budget_options_are_clear_errors():
     from flink_agents.api.core_options import AgentConfiguration
 

@@ -14,6 +14,7 @@ docs/ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -378,9 +379,17 @@ class AgentProcessFunction(KeyedProcessFunction):
             if restored:
                 # Inputs left from before a restore: they go first, in their order.
                 work = self._resume(key, restored, ctx)
+            elif not slot.try_acquire():
+                # No free place, and the operator admits whole batches: the input queues
+                # for one in the slot (below, as a key's later input does), its key's work
+                # is kept like a running key's.
+                work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
+                self._active[key] = work
+                if self.barrier_hook:
+                    work.state_key = state.current_key()
+                work.stored = True
             else:
                 # A key without work: its input takes a place and starts the key's chain.
-                slot.acquire()
                 work = KeyWork(
                     key, state.load_memory(), persist_memory=not self._keyless, first=item
                 )
@@ -413,10 +422,16 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     def _place(self, work: KeyWork) -> None:
         """Take an in-flight place for the key's next input waiting for one (blocking while
-        the slot is full: the backpressure) and do what the key's protocol says."""
+        the slot is full: the backpressure; or queued in the slot when the operator admits
+        whole batches) and do what the key's protocol says once it has it."""
         slot = self.slot
         assert slot is not None
-        slot.acquire()
+        slot.admit(functools.partial(self._placed, work))
+
+    def _placed(self, work: KeyWork) -> None:
+        """The key's next input waiting for a place has one (any thread)."""
+        slot = self.slot
+        assert slot is not None
         with work.lock:
             placement = work.seq.placed()
             action = placement.action
