@@ -117,6 +117,7 @@ def test_a_checkpoint_completes_while_a_batch_waits_for_the_quota() -> None:
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
     from pyflink.datastream.functions import SinkFunction
     from pyflink.java_gateway import get_gateway
+    from pyflink.version import __version__ as pyflink_version
 
     from flink_agents.ops import jobs
     from flink_agents.testing.ports import free_port
@@ -149,8 +150,11 @@ def test_a_checkpoint_completes_while_a_batch_waits_for_the_quota() -> None:
             .apply(agent)
             .to_datastream()
         )
-        discard = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink.legacy
-        out.add_sink(SinkFunction(discard.DiscardingSink()))
+        sinks = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink
+        # Flink 2 moved the legacy sink functions to ``.legacy``; 1.20 has them in ``sink``.
+        flink_major = int(pyflink_version.split(".")[0])
+        discarding = sinks.legacy.DiscardingSink if flink_major >= 2 else sinks.DiscardingSink
+        out.add_sink(SinkFunction(discarding()))
         agents_env.configure_workers()
         client = env.execute_async("a checkpoint while calls wait")
         jobmanager, job_id = f"127.0.0.1:{port}", str(client.get_job_id())
