@@ -21,14 +21,8 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, snippet
-from flink_agents.integrations._pacing import estimate_text_tokens
+from flink_agents.integrations._pacing import embedding_usage, estimate_text_tokens
 from flink_agents.integrations._throttling import ollama_is_throttling
-
-
-def _governed(reply: tuple[Any, EmbeddingTokenUsage | None]) -> tuple[int, int] | None:
-    """``(prompt, completion)`` tokens for the governor, from the usage read with the reply."""
-    usage = reply[1]
-    return (usage.prompt_tokens, 0) if usage is not None else None
 
 
 class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
@@ -111,7 +105,7 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
             lambda: self._with_usage(self._post("/api/embed", request)),
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_governed,
+            usage_of=embedding_usage,
         )
         return EmbeddingResult(self._vectors(data, len(texts), model), usage)
 
@@ -126,7 +120,7 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
             request,
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_governed,
+            usage_of=embedding_usage,
         )
         return EmbeddingResult(self._vectors(data, len(texts), model), usage)
 

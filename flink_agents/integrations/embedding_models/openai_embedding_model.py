@@ -24,7 +24,7 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._openai import OpenAIClient
-from flink_agents.integrations._pacing import estimate_text_tokens
+from flink_agents.integrations._pacing import embedding_usage, estimate_text_tokens
 
 
 def _usage(reply: Any) -> EmbeddingTokenUsage | None:
@@ -34,12 +34,6 @@ def _usage(reply: Any) -> EmbeddingTokenUsage | None:
         return None
     prompt = int(u.prompt_tokens)
     return EmbeddingTokenUsage(prompt, int(getattr(u, "total_tokens", None) or prompt))
-
-
-def _governed(reply: tuple[Any, EmbeddingTokenUsage | None]) -> tuple[int, int] | None:
-    """``(prompt, completion)`` tokens for the governor, from the usage read with the reply."""
-    usage = reply[1]
-    return (usage.prompt_tokens, 0) if usage is not None else None
 
 
 class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient):
@@ -118,7 +112,7 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
             lambda: self._attempt(request),
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_governed,
+            usage_of=embedding_usage,
         )
         return self._vectors(reply, usage, len(texts), model)
 
@@ -132,7 +126,7 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
             request,
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_governed,
+            usage_of=embedding_usage,
         )
         return self._vectors(reply, usage, len(texts), model)
 
