@@ -116,8 +116,8 @@ class KeyedState:
         approval: ``ValueState`` id of the approval request the key's paused run emitted
             (so that the run paused again after a restore does not emit it twice).
         legacy_memory: layout 1's memory ``MapState`` while it may hold entries (a restore
-            from a savepoint of layout 1): a key without ``paths`` is looked up there once,
-            and what it holds is moved to ``memory`` and ``paths``. None: nothing to move.
+            from a savepoint of layout 1): a key without ``memory`` is looked up there once,
+            and what it holds is moved to ``memory``. None: nothing to move.
     """
 
     def __init__(
@@ -213,7 +213,7 @@ class KeyedState:
 
     def count_accesses(self) -> dict[str, int]:
         """Count every call on the keyed states from now on, by ``"<state>.<method>"``
-        (e.g. ``"memory.items"``); the counts, filled as calls are made (tests)."""
+        (e.g. ``"memory.value"``); the counts, filled as calls are made (tests)."""
         counts: dict[str, int] = {}
         for name in ("memory", "legacy_memory", "pending", "durable", "touched"):
             inner = getattr(self, name)
