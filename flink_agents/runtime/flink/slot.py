@@ -301,11 +301,16 @@ class SlotRuntime:
         """
         self.admits_batches = True
 
+    def _room(self) -> bool:
+        """Whether a new input may take a place now (under the lock): one is free and no
+        queued input waits for it first."""
+        return self._in_flight < self.max_in_flight and not self._queued
+
     def wait_for_room(self, timeout: float) -> bool:
         """Whether a place is free for a new input (nothing queued), waiting up to
         ``timeout`` seconds for one. A cancelled task raises :class:`TaskCancelledError`."""
         with self._lock:
-            if self._in_flight < self.max_in_flight and not self._queued:
+            if self._room():
                 return True
             if timeout > 0:
                 self._waiting += 1
@@ -313,7 +318,7 @@ class SlotRuntime:
                     self._cond.wait(timeout)
                 finally:
                     self._waiting -= 1
-            room = self._in_flight < self.max_in_flight and not self._queued
+            room = self._room()
         if not room:
             self.check_cancelled("a free in-flight place (max-in-flight)")
         return room
@@ -326,7 +331,7 @@ class SlotRuntime:
             self.acquire()
             return True
         with self._lock:
-            if self._in_flight < self.max_in_flight and not self._queued:
+            if self._room():
                 self._in_flight += 1
                 return True
         return False
@@ -341,7 +346,7 @@ class SlotRuntime:
             grant()
             return
         with self._lock:
-            if self._in_flight >= self.max_in_flight or self._queued:
+            if not self._room():
                 self._queued.append(grant)
                 return
             self._in_flight += 1
