@@ -10,12 +10,22 @@ and in the hop after it; the baseline has the same hops, and the figure that mat
 difference, the latency the agent operator **adds**.
 
 Two loads: a low rate (``--low-rate``, 50 records/s) and 80 % of the agent's capacity
-(``--load``), the capacity being the median throughput of unpaced agent runs of the same
-invocation (``flink_host.py``'s measure). The baseline runs at the same rates. Baseline
-and agent jobs alternate, ``--repeat`` rounds per load; the first ``--warm-up`` seconds of
-each job are not counted. Reported per load: p50 / p99 / max of each side (medians over the
-rounds) and the added latency, the median over rounds of each round's agent minus baseline
-figure.
+(``--load``), the capacity being the median throughput of ``--repeat`` unpaced agent runs
+of this same pipeline (the source not paced, ``--capacity-records`` records), measured
+first in the same invocation (alternating with unpaced baseline runs, shown for
+reference) and again (one run) before each later loaded round: on a shared machine it
+drifts within minutes. The baseline runs at the same rates. Baseline and agent jobs alternate,
+``--repeat`` rounds per load; the first ``--warm-up`` seconds of each job are not counted.
+Reported per load: p50 / p99 / max of each side (medians over the rounds), the added
+latency (the median over rounds of each round's agent minus baseline figure) and the
+process CPU per record (thread mode: the JVM with Python; steadier than wall time on a
+shared machine).
+
+Whether a job kept up: each record also carries the time it was due by the schedule; a
+slow operator holds the source back (backpressure), so its records are stamped late and
+the stamp alone would hide the queue. A job whose last 5 % of records came out more than
+100 ms after they were due fell behind its input: its line says ``FELL BEHIND`` and the
+summary counts such jobs (their latency measures a queue, not the operator).
 
 Network buffers are flushed after every record (``--buffer-timeout-ms 0``): with Flink's
 default (100 ms) a record at a low rate waits for its buffer's timeout in both pipelines,
@@ -31,14 +41,15 @@ accumulators): at the low rate they should all be ``idle`` or ``sparse``.
 ``--variant NAME:KEY=VALUE,...`` adds an agent job with other options to every round (e.g.
 ``no-publish:metrics.publish-interval-ms=600000``); ``--rates low`` skips the loaded runs
 (and the capacity runs); ``--plot PNG`` draws the low rate's latency histograms and tails
-(every round's records pooled, ``benchmarks/plots.py``).
+(every round's records pooled, ``benchmarks/plots.py``), ``--plot-loaded PNG`` the loaded
+rate's.
 
 Usage::
 
     .venv/bin/python benchmarks/latency.py [--mode thread|process] [--low-rate 50]
         [--load 0.8] [--seconds 20] [--repeat 3] [--keys 100] [--warm-up 3]
         [--capacity RECORDS_PER_S] [--config KEY=VALUE ...] [--variant NAME:KEY=VALUE,...]
-        [--rates both|low|loaded] [--plot PNG]
+        [--rates both|low|loaded] [--plot PNG] [--plot-loaded PNG]
 """
 
 from __future__ import annotations
@@ -71,8 +82,9 @@ from tests.flink.agents import chat_agent
 
 
 class _Pace(MapFunction):
-    """Turns sequence numbers into records at ``rate`` records/s, each stamped with the
-    time it leaves (``t``)."""
+    """Turns sequence numbers into records at ``rate`` records/s (0: as fast as they go),
+    each stamped with the time it leaves (``t``) and the time it was due (``d``: when a
+    slow operator downstream holds the source back, ``t`` is late and ``d`` is not)."""
 
     def __init__(self, rate: float, keys: int) -> None:
         self._rate = rate
@@ -86,15 +98,19 @@ class _Pace(MapFunction):
         now = time.time()
         if self._start is None:
             self._start = now
+        if not self._rate:
+            return {"key": f"k{n % self._keys}", "i": n, "t": now, "d": now}
         due = self._start + n / self._rate
         if due > now:
             time.sleep(due - now)
             now = time.time()
-        return {"key": f"k{n % self._keys}", "i": n, "t": now}
+        return {"key": f"k{n % self._keys}", "i": n, "t": now, "d": due}
 
 
 class _Latency(MapFunction):
-    """Notes each record's time since its stamp; writes them (after the warm-up) at close."""
+    """Notes each record's time since its stamp and since it was due (after the warm-up),
+    the output rate and the process CPU time per output (thread mode: the whole JVM,
+    Python included) from the first counted record to the last; writes them at close."""
 
     def __init__(self, path: str, warm_up: float) -> None:
         self._path = path
@@ -103,22 +119,53 @@ class _Latency(MapFunction):
     def open(self, runtime_context: RuntimeContext) -> None:
         self._first: float | None = None
         self._latencies: list[float] = []
+        self._behind: list[float] = []
+        self._out_first = self._out_last = 0.0
+        self._cpu_first = self._cpu_last = 0.0
+        self._n = self._n_all = self._n_cpu = 0
+        self._all_first = self._all_last = 0.0
 
     def map(self, value: Any) -> Any:
         now = time.time()
+        self._n_all += 1
         if self._first is None:
             self._first = value["t"]
+            self._all_first = now
+        self._all_last = now
         if value["t"] - self._first >= self._warm_up:
             self._latencies.append(now - value["t"])
+            self._behind.append(now - value["d"])
+            self._n += 1
+            if self._n == 1:
+                self._out_first, self._cpu_first = now, time.process_time()
+            elif not self._n & 63:  # process CPU time costs microseconds in a JVM
+                self._out_last, self._cpu_last = now, time.process_time()
+                self._n_cpu = self._n
         return value
 
     def close(self) -> None:
+        counted = self._n_cpu
         with open(self._path, "w", encoding="utf-8") as fh:
-            json.dump(self._latencies, fh)
+            json.dump(
+                {
+                    "latencies": self._latencies,
+                    "behind": self._behind,
+                    "rate": (counted - 1) / (self._out_last - self._out_first)
+                    if counted > 1
+                    else 0.0,
+                    "cpu_us": (self._cpu_last - self._cpu_first) * 1e6 / (counted - 1)
+                    if counted > 1
+                    else 0.0,
+                    "rate_all": (self._n_all - 1) / (self._all_last - self._all_first)
+                    if self._n_all > 1
+                    else 0.0,
+                },
+                fh,
+            )
 
 
 class _StampedCounter(KeyedProcessFunction):
-    """The baseline: one ValueState read and write per record, the stamp passed on."""
+    """The baseline: one ValueState read and write per record, the stamps passed on."""
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
@@ -126,7 +173,7 @@ class _StampedCounter(KeyedProcessFunction):
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
         count = (self._count.value() or 0) + 1
         self._count.update(count)
-        yield {"key": value["key"], "i": value["i"], "t": value["t"], "count": count}
+        yield {**value, "count": count}
 
 
 def _run(
@@ -139,7 +186,7 @@ def _run(
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
         env, **{"python.execution-mode": args.mode, **config}
     )
-    records = max(int(rate * args.seconds), 1)
+    records = max(int(rate * args.seconds), 1) if rate else args.capacity_records
     path = tempfile.mktemp(prefix="flink-latency-bench-", suffix=".json")
     inputs = env.from_source(
         NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
@@ -155,19 +202,22 @@ def _run(
             .apply(chat_agent())
             .to_datastream()
         )
-    out.map(_Latency(path, args.warm_up), output_type=Types.PICKLED_BYTE_ARRAY()).add_sink(
-        flink_host._discard()
-    )
+    out.map(
+        _Latency(path, args.warm_up if rate else 0.0), output_type=Types.PICKLED_BYTE_ARRAY()
+    ).add_sink(flink_host._discard())
     result = env.execute(f"flink-latency-bench-{kind}")
     batches = {
         cause: result.get_accumulator_result(f"flink-agents.batches.{cause}") or 0
         for cause in _CAUSES
     }
     with open(path, encoding="utf-8") as fh:
-        latencies = sorted(json.load(fh))
+        noted = json.load(fh)
     os.unlink(path)
+    latencies = sorted(noted["latencies"])
     if not latencies:
         raise SystemExit(f"{kind}: no record after the warm-up; raise --seconds")
+    behind = noted["behind"]
+    tail = behind[-max(len(behind) // 20, 1) :]
     return {
         "kind": kind,
         "rate": rate,
@@ -177,26 +227,46 @@ def _run(
         "max": latencies[-1] * 1000,
         "batches": {cause: n for cause, n in batches.items() if n},
         "latencies": latencies,
+        # Output rate and CPU per record over the counted records; how late against its
+        # schedule the last 5 % of the records came out (ms: grows when the job falls
+        # behind its input, which the stamp alone does not show: a held-back source
+        # stamps late).
+        "out_rate": noted["rate"],
+        "rate_all": noted["rate_all"],
+        "cpu_us": noted["cpu_us"],
+        "late_end": statistics.median(tail) * 1000,
+        "late_p99": _percentile(sorted(behind), 0.99) * 1000,
     }
 
 
 #: Why the thread-mode operator handed a batch to Python (its accumulators).
-_CAUSES = ("full", "linger", "idle", "barrier", "watermark", "end")
+_CAUSES = ("full", "linger", "idle", "sparse", "barrier", "watermark", "end")
+
+#: A job whose last records came out later than this against their schedule fell behind
+#: its input (a queue grew): its latency figures measure the queue, not the operator.
+_BEHIND_MS = 100.0
 
 
 def _percentile(ordered: list[float], q: float) -> float:
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-def _capacity(args: argparse.Namespace, config: dict[str, Any]) -> float:
-    """The agent's unpaced throughput (records/s), median of ``--repeat`` runs."""
+def _capacity(args: argparse.Namespace, config: dict[str, Any], runs: int = 0) -> float:
+    """The agent's unpaced throughput (records/s) in the latency job's own pipeline (the
+    source not paced), median of ``runs`` (default ``--repeat``) runs; the first time also
+    the baseline's, alternating, for reference."""
     rates = []
-    for _ in range(args.repeat):
-        result = flink_host._run(
-            args.mode, args.capacity_records, args.keys, "agent", config=config
-        )
-        rates.append(result["rate"])
-        print(f"capacity run: {result['rate']:.0f} records/s", flush=True)
+    for _ in range(runs or args.repeat):
+        for kind in ("agent",) if runs else ("baseline", "agent"):
+            result = _run(kind, 0.0, args, config if kind == "agent" else {})
+            print(
+                f"capacity {kind:<9} {result['rate_all']:7.0f} records/s "
+                f"(after the warm-up {result['out_rate']:7.0f})  "
+                f"CPU {result['cpu_us']:5.0f} us/record",
+                flush=True,
+            )
+            if kind == "agent":
+                rates.append(result["rate_all"])
     return statistics.median(rates)
 
 
@@ -231,8 +301,9 @@ def main() -> None:
     )
     parser.add_argument("--rates", choices=["both", "low", "loaded"], default="both")
     parser.add_argument("--plot", help="a PNG: the latency histograms at the low rate")
+    parser.add_argument("--plot-loaded", help="a PNG: the latency histograms at the loaded rate")
     args = parser.parse_args()
-    if args.plot:
+    if args.plot or args.plot_loaded:
         plots.require()
     config = _options(args.config)
     kinds: dict[str, dict[str, Any]] = {"baseline": {}, "agent": config}
@@ -247,37 +318,68 @@ def main() -> None:
         f"load average {load_before:.1f}",
         flush=True,
     )
-    rates = {"low": args.low_rate}
-    if args.rates != "low":
-        capacity = args.capacity or _capacity(args, config)
-        rates["loaded"] = args.load * capacity
+    names = {"both": ["low", "loaded"], "low": ["low"], "loaded": ["loaded"]}[args.rates]
+    capacity = args.capacity
+    if "loaded" in names and capacity is None:
+        capacity = _capacity(args, config)
         print(f"capacity {capacity:.0f} records/s", flush=True)
-    if args.rates == "loaded":
-        del rates["low"]
-    print(f"rates: {rates}", flush=True)
     summary = []
-    pooled: dict[str, list[float]] = {kind: [] for kind in kinds}
-    for name, rate in rates.items():
+    pooled: dict[str, dict[str, list[float]]] = {
+        name: {kind: [] for kind in kinds} for name in names
+    }
+    rates: dict[str, float] = {}
+    kept = dict.fromkeys(names, 0)
+    for name in names:
         rounds: list[dict[str, dict[str, Any]]] = []
-        for _ in range(args.repeat):
+        round_rates = []
+        for index in range(args.repeat):
+            rate = args.low_rate
+            if name == "loaded":
+                if index and not args.capacity:
+                    # Measured again before each later round: on a shared machine the
+                    # capacity drifts within minutes (the first round uses the runs above).
+                    capacity = _capacity(args, config, runs=1)
+                    print(f"capacity {capacity:.0f} records/s", flush=True)
+                assert capacity is not None
+                rate = args.load * capacity
+            round_rates.append(rate)
             pair = {}
             for kind, options in kinds.items():
                 result = _run("baseline" if kind == "baseline" else "agent", rate, args, options)
                 pair[kind] = result
-                if name == "low":
-                    pooled[kind].extend(result["latencies"])
+                behind = result["late_end"] > _BEHIND_MS
                 print(
                     f"{name:<7} {kind:<9} {rate:7.0f} records/s  n={result['n']:>6}  "
                     f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  "
-                    f"max {result['max']:8.2f} ms  {_tail(result['latencies'])}"
+                    f"max {result['max']:8.2f} ms  {_tail(result['latencies'])}  "
+                    f"out {result['out_rate']:6.0f}/s  CPU {result['cpu_us']:4.0f} us/rec  "
+                    f"late at end {result['late_end']:7.1f} ms"
+                    + ("  FELL BEHIND" if behind else "")
                     + (f"  batches {result['batches']}" if result["batches"] else ""),
                     flush=True,
                 )
             rounds.append(pair)
+            if all(r["late_end"] <= _BEHIND_MS for r in pair.values()):
+                # Figures pool only rounds where every job kept up with its input.
+                kept[name] += 1
+                for kind, result in pair.items():
+                    pooled[name][kind].extend(result["latencies"])
+        rate = rates[name] = statistics.median(round_rates)
         for kind in kinds:
             if kind == "baseline":
                 continue
-            line = [f"{name} ({rate:.0f} records/s) {kind}, medians of {args.repeat} rounds:"]
+            fell = sum(
+                1 for r in rounds for k in ("baseline", kind) if r[k]["late_end"] > _BEHIND_MS
+            )
+            line = [
+                f"{name} ({rate:.0f} records/s"
+                + (
+                    f", rounds {', '.join(f'{r:.0f}' for r in round_rates)}"
+                    if name != "low"
+                    else ""
+                )
+                + f") {kind}, medians of {args.repeat} rounds:"
+            ]
             for figure in ("p50", "p99", "max"):
                 base = statistics.median(r["baseline"][figure] for r in rounds)
                 agent = statistics.median(r[kind][figure] for r in rounds)
@@ -286,20 +388,47 @@ def main() -> None:
                     f"{figure} baseline {base:.2f} ms, {kind} {agent:.2f} ms, "
                     f"added {added:+.2f} ms;"
                 )
+            cpu_base = statistics.median(r["baseline"]["cpu_us"] for r in rounds)
+            cpu_agent = statistics.median(r[kind]["cpu_us"] for r in rounds)
+            line.append(f"CPU per record baseline {cpu_base:.0f} us, {kind} {cpu_agent:.0f} us;")
+            line.append(
+                f"{fell} of {2 * len(rounds)} jobs fell behind their input "
+                f"(last records > {_BEHIND_MS:.0f} ms late)"
+                + (": these figures measure a queue" if fell else "")
+            )
+            steady = [
+                r for r in rounds if all(r[k]["late_end"] <= _BEHIND_MS for k in ("baseline", kind))
+            ]
+            if fell and steady:
+                added = {
+                    figure: statistics.median(
+                        r[kind][figure] - r["baseline"][figure] for r in steady
+                    )
+                    for figure in ("p50", "p99", "max")
+                }
+                line.append(
+                    f"; the {len(steady)} round(s) where both kept up: added p50 "
+                    f"{added['p50']:+.2f} ms, p99 {added['p99']:+.2f} ms, "
+                    f"max {added['max']:+.2f} ms"
+                )
             summary.append(" ".join(line))
     print()
-    for line in summary:
-        print(line)
+    for text in summary:
+        print(text)
     print(f"load average {load_before:.1f} -> {plots.load_average():.1f}")
-    if args.plot and "low" in rates:
-        command = "benchmarks/latency.py " + " ".join(sys.argv[1:])
-        plots.latency(
-            {kind: [x * 1000 for x in values] for kind, values in pooled.items()},
-            args.plot,
-            plots.machine_note(command, load_before)
-            + f"  |  {args.low_rate:g} records/s, {args.repeat} rounds pooled",
-        )
-        print(f"wrote {args.plot}")
+    command = "benchmarks/latency.py " + " ".join(sys.argv[1:])
+    for name, path in (("low", args.plot), ("loaded", args.plot_loaded)):
+        if path and name in rates and kept[name]:
+            plots.latency(
+                {kind: [x * 1000 for x in values] for kind, values in pooled[name].items()},
+                path,
+                plots.machine_note(command, load_before)
+                + f"  |  {name}: {rates[name]:.0f} records/s (median of the rounds), "
+                f"{kept[name]} of {args.repeat} rounds pooled (those where every job kept up)",
+            )
+            print(f"wrote {path}")
+        elif path and name in rates:
+            print(f"no figure for {path}: no {name} round where every job kept up")
 
 
 def _options(items: list[str]) -> dict[str, Any]:

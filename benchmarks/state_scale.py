@@ -22,7 +22,10 @@ from the retained checkpoint and one from the savepoint: the time until every ta
 RUNNING (state restored) is the restore time; a job started empty gives the zero.
 
 Reported per keys x backend x job: records/s while processing (first input to last output), JVM
-CPU per record (thread mode: Python inside; the job's start-up included),
+CPU per record (thread mode: Python inside) over the whole job (start-up included: it
+dominates at 10,000 keys) and while processing (first output to last: the figure to compare
+across key counts; also every 5 % of the outputs, ``cpu_marks``, and with ``--marks`` as
+they happen),
 the full state's last checkpoint (size, incremental size, duration), the savepoint's
 size, the restore times, and the JVM's resident memory and heap after a GC (the MiniCluster
 runs in it, Python too in thread mode). Each configuration runs in a process of its own
@@ -31,7 +34,10 @@ runs in it, Python too in thread mode). Each configuration runs in a process of 
 Usage (a module: the Python workers import its functions)::
 
     .venv/bin/python -m benchmarks.state_scale [--keys 10000,100000] [--passes 2]
-        [--backends hashmap,rocksdb] [--kinds baseline,agent] [--json PATH]
+        [--backends hashmap,rocksdb] [--kinds baseline,agent] [--json PATH] [--marks PATH]
+
+The MiniCluster's JVM takes its options from ``JVM_ARGS`` (e.g. ``JVM_ARGS=-Xmx8g`` for the
+heap backend at 1,000,000 keys: ~2 GiB of state).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,6 +66,7 @@ from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from pyflink.java_gateway import get_gateway
 
+from benchmarks import plots
 from benchmarks.flink_host import _discard, _jvm_cpu
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.events.event import InputEvent, OutputEvent
@@ -71,6 +79,9 @@ from flink_agents.testing.ports import free_port
 PROFILE = "p" * 1000
 TURNS = 10
 IDLE_SLEEP = 0.02  # seconds per idle record after the last input
+#: From this --interval-ms on, the checkpoint with all the state is triggered right after
+#: the input (through the REST API) instead of waiting for the next periodic one.
+MANUAL_CHECKPOINT_MS = 60_000
 
 
 def _turn(key: str, n: int) -> dict[str, str]:
@@ -157,24 +168,61 @@ class Records(MapFunction):
 
 
 class Progress(MapFunction):
-    """Writes ``{"first", "last", "n"}`` to ``path`` when the ``total``-th output passed."""
+    """Writes ``{"first", "last", "n", "cpu"}`` to ``path`` when the ``total``-th output
+    passed; ``cpu``: the process CPU seconds between the first output and then (thread mode:
+    the whole JVM, Python included; no job start-up), also every 5 % of the outputs
+    (``cpu_marks``: how the cost per record moves as the state grows), each mark appended
+    at once to ``marks`` (a JSON line with ``label``) if given: a run stopped before its
+    end still tells its figures so far."""
 
-    def __init__(self, path: str, total: int) -> None:
+    def __init__(self, path: str, total: int, marks: str | None = None, label: str = "") -> None:
         self._path, self._total = path, total
+        self._marks_path, self._label = marks, label
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._n = 0
         self._first = 0.0
+        self._cpu_first = 0.0
+        self._marks: list[tuple[int, float, float]] = []
+        self._every = max(self._total // 20, 1)
 
     def map(self, value: Any) -> Any:
         self._n += 1
         if self._n == 1:
             self._first = time.time()
+            self._cpu_first = time.process_time()
+        elif not self._n % self._every or self._n == self._total:
+            mark = (self._n, time.time() - self._first, time.process_time() - self._cpu_first)
+            self._marks.append(mark)
+            if self._marks_path:
+                with open(self._marks_path, "a", encoding="utf-8") as fh:
+                    line = {"label": self._label, "n": mark[0], "s": mark[1], "cpu": mark[2]}
+                    fh.write(json.dumps({**line, "at": time.time()}) + "\n")
         if self._n == self._total:
             Path(self._path).write_text(
-                json.dumps({"first": self._first, "last": time.time(), "n": self._n})
+                json.dumps(
+                    {
+                        "first": self._first,
+                        "last": time.time(),
+                        "n": self._n,
+                        "cpu": time.process_time() - self._cpu_first,
+                        "cpu_marks": self._marks,
+                    }
+                )
             )
         return value
+
+
+def pass2_cpu_us(cpu_marks: list[list[float]], total: int) -> float:
+    """CPU us per record of the last pass (from the mark at ``total`` * (passes - 1) /
+    passes on; with 2 passes the second half): every key exists and its state is read and
+    written, the state at its full size, the job warmed up. ``cpu_marks``: ``(n, seconds,
+    cpu seconds)`` since the first output."""
+    half = [m for m in cpu_marks if m[0] >= total // 2]
+    if len(half) < 2:
+        return float("nan")
+    (n0, _, cpu0), (n1, _, cpu1) = half[0], half[-1]
+    return (cpu1 - cpu0) * 1e6 / max(n1 - n0, 1)
 
 
 def _jvm_memory() -> dict[str, float]:
@@ -212,7 +260,15 @@ def _env(backend: str, work: Path, port: int, restore: str | None) -> StreamExec
     return env
 
 
-def _build(env: StreamExecutionEnvironment, kind: str, keys: int, total: int, progress: str):
+def _build(
+    env: StreamExecutionEnvironment,
+    kind: str,
+    keys: int,
+    total: int,
+    progress: str,
+    marks: str | None = None,
+    label: str = "",
+):
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
         env, **{"python.execution-mode": "thread"}
     )
@@ -241,7 +297,7 @@ def _build(env: StreamExecutionEnvironment, kind: str, keys: int, total: int, pr
             .apply(state_agent(), uid="state")
             .to_datastream()
         )
-    out.map(Progress(progress, total), output_type=Types.PICKLED_BYTE_ARRAY()).uid(
+    out.map(Progress(progress, total, marks, label), output_type=Types.PICKLED_BYTE_ARRAY()).uid(
         "progress"
     ).add_sink(_discard()).uid("sink")
 
@@ -263,7 +319,7 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
     progress = str(work / "progress.json")
     env = _env(backend, work, port, None)
     env.enable_checkpointing(args.interval_ms)
-    _build(env, kind, keys, total, progress)
+    _build(env, kind, keys, total, progress, args.marks, f"{keys},{backend},{kind}")
     started, cpu = time.monotonic(), _jvm_cpu()
     client = env.execute_async(f"state-scale {kind} {backend} {keys}")
     job_id = str(client.get_job_id())
@@ -277,7 +333,10 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
     # less sensitive to other work on the machine than the rate.
     cpu_us = (_jvm_cpu() - cpu) * 1e6 / total
     done_epoch_ms = marks["last"] * 1000
-    # One checkpoint triggered after the last output: all the state.
+    # One checkpoint triggered after the last output: all the state. With a long interval
+    # (no periodic checkpoint while processing) it is triggered here through the REST API.
+    if args.interval_ms >= MANUAL_CHECKPOINT_MS:
+        jobs._call(jobmanager, "POST", f"/jobs/{job_id}/checkpoints", {})
     full: dict[str, Any] | None = None
     while full is None:
         if time.monotonic() > deadline:
@@ -287,9 +346,13 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
         ]
         full = after[0] if after else None
         time.sleep(0.5)
-    durations = [int(c["end_to_end_duration"]) for c in _completed(jobmanager, job_id)] or [
+    completed = _completed(jobmanager, job_id)
+    durations = [int(c["end_to_end_duration"]) for c in completed] or [
         int(full["end_to_end_duration"])
     ]
+    # Checkpoints while processing: their CPU is in the per-record figures, and with a
+    # time-based interval a slower job takes more of them per record.
+    during = sum(1 for c in completed if int(c["trigger_timestamp"]) <= done_epoch_ms)
     memory = _jvm_memory()
     savepoint = _savepoint(jobmanager, job_id, str(work / "savepoints"))
     # Cancelled, not stopped: a retained checkpoint is deleted when its job finishes.
@@ -306,10 +369,14 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
     return {
         "rate": marks["n"] / max(marks["last"] - marks["first"], 1e-9),
         "cpu_us": cpu_us,
+        "run_cpu_us": marks["cpu"] * 1e6 / max(marks["n"] - 1, 1),
+        "pass2_cpu_us": pass2_cpu_us(marks["cpu_marks"], total),
+        "cpu_marks": marks["cpu_marks"],
         "checkpoint_mib": int(full["state_size"]) / 2**20,
         "checkpointed_mib": int(full.get("checkpointed_size") or 0) / 2**20,
         "checkpoint_ms": int(full["end_to_end_duration"]),
         "checkpoint_ms_max": max(durations),
+        "checkpoints_while_processing": during,
         "checkpoint_path": retained[-1].as_uri(),
         "savepoint": savepoint,
         "savepoint_mib": _dir_mib(savepoint),
@@ -370,6 +437,7 @@ def _restore(kind: str, backend: str, keys: int, work: Path, path: str | None) -
 def _one(args: argparse.Namespace, keys: int, backend: str, kind: str) -> dict[str, Any]:
     """One configuration, in this process (a fresh JVM: its memory is this job's)."""
     work = Path(tempfile.mkdtemp(prefix="state-scale-"))
+    load_start = os.getloadavg()[0]
     try:
         began = time.monotonic()
         result = _process(args, kind, backend, keys, work)
@@ -387,8 +455,48 @@ def _one(args: argparse.Namespace, keys: int, backend: str, kind: str) -> dict[s
         restore_savepoint_s=from_savepoint,
         took_s=time.monotonic() - began,
         load=os.getloadavg()[0],
+        load_start=load_start,
     )
     return result
+
+
+def plot(results: list[dict[str, Any]], path: str, note: str) -> None:
+    """CPU per record while processing (left) and records/s (right) against the number of
+    keys, one line per backend and job (the median where a configuration ran more than
+    once)."""
+    plt = plots._pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=plots._SIZE)
+    series: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
+    for r in results:
+        series.setdefault((r["backend"], r["kind"]), {}).setdefault(r["keys"], []).append(r)
+    colors = {"baseline": plots._BASELINE, "agent": plots._AGENT}
+    for (backend, kind), by_keys in sorted(series.items()):
+        keys = sorted(by_keys)
+        style = "-" if backend == "rocksdb" else "--"
+        label = f"{kind}, {backend}"
+        for axis, figure in ((left, "pass2_cpu_us"), (right, "rate")):
+            values = [
+                statistics.median(
+                    pass2_cpu_us(r["cpu_marks"], r["keys"] * 2) if figure not in r else r[figure]
+                    for r in by_keys[k]
+                )
+                for k in keys
+            ]
+            axis.plot(
+                keys, values, style, marker="o", label=label, color=colors.get(kind, "#43a047")
+            )
+    for axis in (left, right):
+        axis.set_xscale("log")
+        axis.set_xlabel("keys (log scale)")
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=8)
+    left.set_ylabel("JVM CPU us per record, 2nd pass")
+    left.set_title("CPU per record vs keys (2nd pass: every key's state read and written)")
+    left.set_ylim(bottom=0)
+    right.set_ylabel("records/s")
+    right.set_title("Throughput vs keys (depends on the machine's load)")
+    right.set_ylim(bottom=0)
+    plots._save(fig, path, note)
 
 
 def main() -> None:
@@ -397,16 +505,42 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2, help="inputs per key")
     parser.add_argument("--backends", default="hashmap,rocksdb")
     parser.add_argument("--kinds", default="baseline,agent")
-    parser.add_argument("--interval-ms", type=int, default=3000)
+    parser.add_argument(
+        "--interval-ms",
+        type=int,
+        default=3000,
+        help="checkpoint interval; from 60000 on, the checkpoint after the input is "
+        "triggered at once (e.g. 86400000: none while processing, the CPU per record is "
+        "the operator's without the checkpoints, whose cost per record depends on the rate)",
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--json", metavar="PATH", help="append the results as JSON lines")
+    parser.add_argument(
+        "--marks", metavar="PATH", help="append progress marks (every 5 %%) as JSON lines"
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="draw every result of --json (this run's and earlier ones') against the keys",
+    )
+    parser.add_argument(
+        "--plot-only", action="store_true", help="with --plot and --json: draw, run nothing"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # keys,backend,kind: in this process
     args = parser.parse_args()
     if args.one:
         keys, backend, kind = args.one.split(",")
         print("RESULT " + json.dumps(_one(args, int(keys), backend, kind)), flush=True)
         return
-    print(f"load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    if args.plot:
+        plots.require()
+        if not args.json:
+            parser.error("--plot draws the results of --json PATH")
+    load_before = plots.load_average()
+    if args.plot_only:
+        _draw(args, load_before)
+        return
+    print(f"load average {load_before:.1f} at start", flush=True)
     for keys in (int(k) for k in args.keys.split(",")):
         for backend in args.backends.split(","):
             for kind in args.kinds.split(","):
@@ -415,6 +549,7 @@ def main() -> None:
                     *("-m", "benchmarks.state_scale", "--one", f"{keys},{backend},{kind}"),
                     *("--passes", str(args.passes), "--interval-ms", str(args.interval_ms)),
                     *("--timeout", str(args.timeout)),
+                    *(("--marks", args.marks) if args.marks else ()),
                 ]
                 proc = subprocess.run(
                     command, capture_output=True, text=True, check=False, timeout=args.timeout + 600
@@ -426,20 +561,41 @@ def main() -> None:
                 result = json.loads(found[-1][len("RESULT ") :])
                 print(
                     f"{keys:>8,} keys {backend:8s} {kind:8s} {result['rate']:7,.0f} rec/s "
-                    f"{result['cpu_us']:5.0f} us CPU/rec  "
+                    f"{result['cpu_us']:5.0f} us CPU/rec "
+                    f"(processing {result['run_cpu_us']:5.0f}, "
+                    f"2nd pass {result['pass2_cpu_us']:5.0f})  "
                     f"checkpoint {result['checkpoint_mib']:6.1f} MiB "
                     f"(incr {result['checkpointed_mib']:6.1f}) {result['checkpoint_ms']:6d} ms "
-                    f"(max {result['checkpoint_ms_max']} ms)  savepoint "
+                    f"(max {result['checkpoint_ms_max']} ms, "
+                    f"{result['checkpoints_while_processing']} while processing)  savepoint "
                     f"{result['savepoint_mib']:6.1f} MiB  restore ckpt/sp/empty "
                     f"{result['restore_checkpoint_s']:.1f}/{result['restore_savepoint_s']:.1f}/"
                     f"{result['start_empty_s']:.1f} s  "
                     f"RSS {result['rss_mib']} MiB heap {result['heap_mib']} MiB  "
-                    f"[{result['took_s']:.0f} s, load {result['load']:.1f}]",
+                    f"[{result['took_s']:.0f} s, load {result['load_start']:.1f} -> "
+                    f"{result['load']:.1f}]",
                     flush=True,
                 )
                 if args.json:
                     with open(args.json, "a", encoding="utf-8") as fh:
                         fh.write(json.dumps(result) + "\n")
+
+    if args.plot:
+        _draw(args, load_before)
+
+
+def _draw(args: argparse.Namespace, load_before: float) -> None:
+    with open(args.json, encoding="utf-8") as fh:
+        results = [json.loads(line) for line in fh if line.strip()]
+    loads = [r[k] for r in results for k in ("load_start", "load") if k in r]
+    note = (
+        f"python -m benchmarks.state_scale --json {args.json} (each point a configuration "
+        f"in a fresh JVM, parallelism 1, thread mode, 2 inputs per key, ~1.8 KB of state per "
+        f"key)  |  {os.cpu_count()} CPUs shared, load average "
+        f"{min(loads, default=load_before):.0f}-{max(loads, default=load_before):.0f} "
+        "during the runs"
+    )
+    plot(results, args.plot, note)
 
 
 if __name__ == "__main__":
