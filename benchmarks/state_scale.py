@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -243,8 +244,13 @@ def _dir_mib(path: str) -> float:
     return sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 2**20
 
 
-def _env(backend: str, work: Path, port: int, restore: str | None) -> StreamExecutionEnvironment:
+def _env(
+    backend: str, work: Path, port: int, restore: str | None, extra: Sequence[str] = ()
+) -> StreamExecutionEnvironment:
     conf = Configuration()
+    for item in extra:
+        key, _, value = item.partition("=")
+        conf.set_string(key, value)
     conf.set_string("rest.port", str(port))
     conf.set_string("state.backend.type", backend)
     conf.set_string("execution.checkpointing.incremental", str(backend == "rocksdb").lower())
@@ -317,7 +323,7 @@ def _process(args: argparse.Namespace, kind: str, backend: str, keys: int, work:
     port = free_port()
     jobmanager = f"localhost:{port}"
     progress = str(work / "progress.json")
-    env = _env(backend, work, port, None)
+    env = _env(backend, work, port, None, args.flink_conf)
     env.enable_checkpointing(args.interval_ms)
     _build(env, kind, keys, total, progress, args.marks, f"{keys},{backend},{kind}")
     started, cpu = time.monotonic(), _jvm_cpu()
@@ -403,11 +409,13 @@ def _savepoint(jobmanager: str, job_id: str, target: str) -> str:
     raise ClusterError("the savepoint did not complete in 600 s")
 
 
-def _restore(kind: str, backend: str, keys: int, work: Path, path: str | None) -> float:
+def _restore(
+    kind: str, backend: str, keys: int, work: Path, path: str | None, flink_conf: list[str]
+) -> float:
     """Seconds from submission until every task of a job restored from ``path`` is RUNNING."""
     port = free_port()
     jobmanager = f"localhost:{port}"
-    env = _env(backend, work, port, path)
+    env = _env(backend, work, port, path, flink_conf)
     _build(env, kind, keys, keys, str(work / "unused.json"))
     started = time.monotonic()
     client = env.execute_async(f"state-scale restore {kind} {backend} {keys}")
@@ -441,9 +449,10 @@ def _one(args: argparse.Namespace, keys: int, backend: str, kind: str) -> dict[s
     try:
         began = time.monotonic()
         result = _process(args, kind, backend, keys, work)
-        empty = _restore(kind, backend, keys, work, None)
-        from_checkpoint = _restore(kind, backend, keys, work, result.pop("checkpoint_path"))
-        from_savepoint = _restore(kind, backend, keys, work, result.pop("savepoint"))
+        conf = args.flink_conf
+        empty = _restore(kind, backend, keys, work, None, conf)
+        from_checkpoint = _restore(kind, backend, keys, work, result.pop("checkpoint_path"), conf)
+        from_savepoint = _restore(kind, backend, keys, work, result.pop("savepoint"), conf)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result.update(
@@ -456,6 +465,8 @@ def _one(args: argparse.Namespace, keys: int, backend: str, kind: str) -> dict[s
         took_s=time.monotonic() - began,
         load=os.getloadavg()[0],
         load_start=load_start,
+        interval_ms=args.interval_ms,
+        flink_conf=args.flink_conf,
     )
     return result
 
@@ -491,10 +502,10 @@ def plot(results: list[dict[str, Any]], path: str, note: str) -> None:
         axis.grid(alpha=0.3, which="both")
         axis.legend(fontsize=8)
     left.set_ylabel("JVM CPU us per record, 2nd pass")
-    left.set_title("CPU per record vs keys (2nd pass: every key's state read and written)")
+    left.set_title("CPU per record vs keys (2nd pass)")
     left.set_ylim(bottom=0)
     right.set_ylabel("records/s")
-    right.set_title("Throughput vs keys (depends on the machine's load)")
+    right.set_title("Throughput vs keys (moves with the load)")
     right.set_ylim(bottom=0)
     plots._save(fig, path, note)
 
@@ -526,6 +537,13 @@ def main() -> None:
     parser.add_argument(
         "--plot-only", action="store_true", help="with --plot and --json: draw, run nothing"
     )
+    parser.add_argument(
+        "--flink-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Flink option for every job (e.g. state.backend.rocksdb.use-bloom-filter=true)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # keys,backend,kind: in this process
     args = parser.parse_args()
     if args.one:
@@ -550,6 +568,7 @@ def main() -> None:
                     *("--passes", str(args.passes), "--interval-ms", str(args.interval_ms)),
                     *("--timeout", str(args.timeout)),
                     *(("--marks", args.marks) if args.marks else ()),
+                    *(f"--flink-conf={item}" for item in args.flink_conf),
                 ]
                 proc = subprocess.run(
                     command, capture_output=True, text=True, check=False, timeout=args.timeout + 600
@@ -588,10 +607,14 @@ def _draw(args: argparse.Namespace, load_before: float) -> None:
     with open(args.json, encoding="utf-8") as fh:
         results = [json.loads(line) for line in fh if line.strip()]
     loads = [r[k] for r in results for k in ("load_start", "load") if k in r]
+    intervals = sorted({r.get("interval_ms", args.interval_ms) for r in results})
+    checkpoints = ", ".join(
+        "none while processing" if i >= MANUAL_CHECKPOINT_MS else f"every {i} ms" for i in intervals
+    )
     note = (
-        f"python -m benchmarks.state_scale --json {args.json} (each point a configuration "
-        f"in a fresh JVM, parallelism 1, thread mode, 2 inputs per key, ~1.8 KB of state per "
-        f"key)  |  {os.cpu_count()} CPUs shared, load average "
+        f"python -m benchmarks.state_scale (each point a configuration in a fresh JVM, "
+        f"parallelism 1, thread mode, 2 inputs per key, ~1.8 KB of state per key; "
+        f"checkpoints: {checkpoints})  |  {os.cpu_count()} CPUs shared, load average "
         f"{min(loads, default=load_before):.0f}-{max(loads, default=load_before):.0f} "
         "during the runs"
     )
