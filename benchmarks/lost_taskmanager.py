@@ -7,6 +7,13 @@ one TaskManager is killed with ``kill -9`` once a quarter of the calls were made
 one started. Reports per run: the outputs (exactly once?), the model calls made again, the
 recovery time (kill -> every task RUNNING again) and the job's time after the kill.
 
+Next to the repeated calls, their bound (``tests/deploy/lost_taskmanager.py`` says why):
+the calls that completed between the restored checkpoint's trigger and the failure Flink
+noticed plus one model latency (the failed attempt's last calls), and that window's parts:
+the kill's distance from the restored checkpoint (at most the checkpoint interval plus a
+checkpoint's duration, under load more) and the time Flink took to notice the loss; the
+rate bound is the largest call rate (parallelism x max-in-flight / latency) times the window.
+
 ``--jobmanager``: the JobManager is killed instead. Standalone mode without high
 availability keeps no job across a JobManager restart: a new JobManager is started, the
 TaskManagers register with it, and the job is submitted again from its latest checkpoint.
@@ -48,7 +55,7 @@ def main() -> None:
         f"{scenario.CHECKPOINT_MS} ms; load average {os.getloadavg()[0]:.1f} at start",
         flush=True,
     )
-    repeats, recoveries = [], []
+    repeats, recoveries, bounds = [], [], []
     for n in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="lost-tm-") as tmp:
             result = scenario.run_scenario(Path(tmp), kill_at=args.kill_at)
@@ -57,6 +64,19 @@ def main() -> None:
         repeated = result["calls"] - total
         repeats.append(100 * repeated / total)
         recoveries.append(result["recovery_s"])
+        if result.get("repeated") is not None:
+            bounds.append(100 * result["window_calls"] / total)
+            bound = (
+                f"; bound: {result['window_calls']} calls ({bounds[-1]:.1f} %) completed in "
+                f"the {result['window_s']:.2f} s from the restored checkpoint's trigger to the "
+                f"failure noticed + {scenario.LATENCY} s (kill "
+                f"{result['kill_after_checkpoint_s']:.2f} s after that trigger, noticed "
+                f"{result['noticed_after_kill_s']:.2f} s after "
+                f"the kill; rate bound {result['rate_bound']}); repeated inputs whose first "
+                f"call completed before the trigger: {result['first_before']}"
+            )
+        else:
+            bound = "; bound: unknown (restored checkpoint or failure time not found)"
         print(
             f"run {n + 1}: {result['state']}, outputs exactly once: {once} "
             f"restored from a checkpoint: {result['restored'] >= 1}, "
@@ -64,11 +84,13 @@ def main() -> None:
             f"{result['calls_at_kill']} calls, repeated calls {repeated} "
             f"({repeats[-1]:.1f} %), recovery {result['recovery_s']:.1f} s, "
             f"job after the kill {result['after_kill_s']:.1f} s, whole scenario "
-            f"{result['scenario_s']:.0f} s (cluster start {result['cluster_start_s']:.0f} s)",
+            f"{result['scenario_s']:.0f} s (cluster start {result['cluster_start_s']:.0f} s)"
+            f"{bound}",
             flush=True,
         )
+    bounded = f" (bound {statistics.median(bounds):.1f} %)" if bounds else ""
     print(
-        f"median: repeated calls {statistics.median(repeats):.1f} %, recovery "
+        f"median: repeated calls {statistics.median(repeats):.1f} %{bounded}, recovery "
         f"{statistics.median(recoveries):.1f} s; load average {os.getloadavg()[0]:.1f} at end"
     )
 

@@ -1,18 +1,32 @@
 """A TaskManager lost mid-job on a local standalone cluster (issue 24, item 6).
 
 The job (``python lost_taskmanager.py OUT_DIR CALLS_FILE``, submitted with ``-p 4``):
-2,000 keys with two inputs each through the memory agent, whose model takes 200 ms and
-appends a line per call to ``CALLS_FILE``; outputs as JSON lines to an exactly-once FileSink.
+2,000 keys with two inputs each through the ops agent (``tests/flink/agents.py``: short-term
+memory ``count`` and ``seen``), whose model takes 200 ms and appends ``{"i", "t", "pid"}``
+per completed call to ``CALLS_FILE``; outputs as JSON lines to an exactly-once FileSink.
 
 :func:`run_scenario` starts a cluster of 2 TaskManagers x 2 slots, submits the job, and once
 a quarter of the model calls were made kills one TaskManager with ``kill -9`` and starts a
 new one in its place (the job needs all 4 slots). Flink restarts the job from its last
 checkpoint on the survivor and the new TaskManager. Used by
 ``tests/deploy/test_lost_taskmanager.py`` and ``benchmarks/lost_taskmanager.py``.
+
+Which model calls are made again: the job restarts as a whole from the last completed
+checkpoint C. A call that completed before C's barrier passed the agent operator is not
+repeated: its run was committed before the barrier (its output is in C's sink transaction)
+or its durable record was saved right before the barrier. Every call that completed after
+the barrier, until the failed attempt's tasks were cancelled (on the killed TaskManager
+until the kill, on the survivor until Flink noticed the loss), is made again. So the
+repeated calls are at most the calls that completed between C's trigger (before its
+barrier) and the end of the failed attempt: :func:`repeat_bound` counts them from the
+calls' times, and they are at most the call rate (parallelism x ``max-in-flight`` /
+latency) times that window, whose length is the time since C (less than the checkpoint
+interval plus a checkpoint's duration) plus the time to notice the loss.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -51,7 +65,7 @@ def main(out_dir: str, calls_file: str) -> None:
     # wait behind them for seconds, an unaligned one overtakes them.
     env.get_checkpoint_config().enable_unaligned_checkpoints()
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
-        env, **{"max-in-flight": MAX_IN_FLIGHT}
+        env, **{"max-in-flight": MAX_IN_FLIGHT, "test.calls_file": calls_file}
     )
     numbers = env.from_source(
         NumberSequenceSource(0, KEYS * PASSES - 1), WatermarkStrategy.no_watermarks(), "n"
@@ -59,7 +73,7 @@ def main(out_dir: str, calls_file: str) -> None:
     records = numbers.map(record, output_type=Types.PICKLED_BYTE_ARRAY())
     out = (
         agents_env.from_datastream(records, key_selector=lambda r: r["key"])
-        .apply(agents.memory_agent(latency=LATENCY, count_file=calls_file), uid="lost-tm-agent")
+        .apply(agents.ops_agent(LATENCY), uid="lost-tm-agent")
         .to_datastream()
     )
     exactly_once_sink(out, out_dir)
@@ -72,6 +86,45 @@ def _lines(path: Path) -> int:
             return sum(1 for _ in fh)
     except FileNotFoundError:
         return 0
+
+
+def read_calls(path: Path) -> list[dict[str, Any]]:
+    """The completed model calls ``{"i", "t", "pid"}`` in the calls file (a line cut by the
+    kill is skipped)."""
+    calls = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            calls.append(json.loads(line))
+        except ValueError:
+            continue
+    return calls
+
+
+def repeat_bound(calls: list[dict[str, Any]], *, since: float, until: float) -> dict[str, Any]:
+    """The repeated calls and their bound (see the module's docstring).
+
+    Args:
+        calls: the completed calls (:func:`read_calls`).
+        since: epoch seconds of the restored checkpoint's trigger.
+        until: epoch seconds by which the failed attempt's tasks were gone.
+
+    Returns:
+        ``repeated`` (calls beyond one per input), ``window_calls`` (calls completed in
+        ``[since, until]``: the bound), ``first_before`` (repeated inputs whose first call
+        completed before ``since``: 0 when the explanation holds) and ``window_s``.
+    """
+    first: dict[int, float] = {}
+    seen: dict[int, int] = {}
+    for call in sorted(calls, key=lambda c: c["t"]):
+        seen[call["i"]] = seen.get(call["i"], 0) + 1
+        first.setdefault(call["i"], call["t"])
+    repeated = sum(n - 1 for n in seen.values())
+    return {
+        "repeated": repeated,
+        "window_calls": sum(1 for c in calls if since <= c["t"] <= until),
+        "first_before": sum(1 for i, n in seen.items() if n > 1 and first[i] < since),
+        "window_s": until - since,
+    }
 
 
 def _taskmanager_pids(workdir: Path) -> list[int]:
@@ -112,8 +165,13 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
         port=port,
         slots=2,
         taskmanagers=2,
-        # A lost TaskManager is noticed within seconds (defaults: 10 s beats, 50 s timeout).
-        extra_config={"heartbeat.interval": 1000, "heartbeat.timeout": 5000},
+        # A lost TaskManager is noticed within seconds (defaults: 10 s beats, 50 s timeout);
+        # the restored checkpoint's trigger time stays in the history.
+        extra_config={
+            "heartbeat.interval": 1000,
+            "heartbeat.timeout": 5000,
+            "web.checkpoints.history": 1000,
+        },
     )
     try:
         started = time.monotonic() - began
@@ -136,7 +194,7 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
         victim = _taskmanager_pids(workdir)[0]
         calls_at_kill = _lines(calls)
         os.kill(victim, signal.SIGKILL)
-        killed = time.monotonic()
+        killed, killed_at = time.monotonic(), time.time()
         # The replacement (the job needs all 4 slots).
         home = cluster.pyflink_home()
         subprocess.run(
@@ -162,10 +220,12 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
         state = jobs.wait_for_state(rest, job_id, timeout=max(deadline - time.monotonic(), 1))
         finished = time.monotonic()
         outputs = committed_records(out_dir)
-        counts = jobs.checkpoint_stats(rest, job_id).get("counts", {})
+        stats = jobs.checkpoint_stats(rest, job_id)
+        counts = stats.get("counts", {})
         return {
             "state": state,
             "restored": int(counts.get("restored", 0)),
+            **_repeats(rest, job_id, stats, read_calls(calls), killed_at),
             "outputs": outputs,
             "calls": _lines(calls),
             "calls_at_kill": calls_at_kill,
@@ -180,6 +240,36 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
         cluster.stop_cluster(workdir)
         for pid in _taskmanager_pids(workdir):  # the replacement, if stop missed it
             os.kill(pid, signal.SIGKILL)
+
+
+def _repeats(
+    rest: str, job_id: str, stats: dict[str, Any], calls: list[dict[str, Any]], killed_at: float
+) -> dict[str, Any]:
+    """The repeated calls against their bound: the window from the restored checkpoint's
+    trigger to the failure Flink noticed (its exception's time) plus one model latency (a
+    call in progress then still completes: the slot waits for it at close), and the kill's
+    distance from that checkpoint and from the failure."""
+    from flink_agents.ops import jobs
+
+    restored = (stats.get("latest") or {}).get("restored") or {}
+    history = {int(c["id"]): c for c in stats.get("history", [])}
+    checkpoint = history.get(int(restored.get("id", -1)))
+    try:
+        failures = jobs._call(rest, "GET", f"/jobs/{job_id}/exceptions")
+        entries = failures.get("exceptionHistory", {}).get("entries", [])
+        noticed = min(int(e["timestamp"]) for e in entries) / 1000 if entries else None
+    except Exception:  # noqa: BLE001 - the figures only: reported as unknown
+        noticed = None
+    if checkpoint is None or noticed is None:
+        return {"repeated": None}
+    since = int(checkpoint["trigger_timestamp"]) / 1000
+    bound = repeat_bound(calls, since=since, until=noticed + LATENCY)
+    return {
+        **bound,
+        "kill_after_checkpoint_s": killed_at - since,
+        "noticed_after_kill_s": noticed - killed_at,
+        "rate_bound": int(4 * MAX_IN_FLIGHT / LATENCY * bound["window_s"]),
+    }
 
 
 def _restarts(rest: str, job_id: str) -> int:
