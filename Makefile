@@ -50,17 +50,23 @@ stores:
 	        redis-server >/dev/null; \
 	    else echo "redis-server missing and not installable here: the Redis store tests skip"; fi; }
 
+## The fast suite in FAST_WORKERS processes (pytest-xdist): most of its time is waiting on
+## servers, deadlines and subprocesses, so 3 workers on 2 cores finish it in about half the
+## time of one. FAST_WORKERS=0 runs it in this process.
+FAST_WORKERS ?= 3
 test-fast: venv java
-	$(PY) -m pytest -m "not flink" -q
+	$(PY) -m pytest -m "not flink" -q -n $(FAST_WORKERS)
 
-## The per-key protocol's property tests with a long budget (the fast suite runs a fixed,
-## derandomized 200 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
+## The per-key protocol's property tests and the secret byte scan's with a long budget (the
+## fast suite runs 200 / 400 examples): PROPS_EXAMPLES random examples (about 25 ms each here),
 ## with hypothesis' statistics (examples tried, how often each transition was reached); no
 ## pytest-timeout (the suite's 600 s would cut a long budget).
 PROPS_EXAMPLES ?= 20000
 test-props: venv
 	FLINK_AGENTS_PROPS=long FLINK_AGENTS_PROPS_EXAMPLES=$(PROPS_EXAMPLES) $(PY) -m pytest \
-	  tests/runtime/test_sequencing_props.py -q -p no:randomly --timeout=0 \
+	  tests/runtime/test_sequencing_props.py \
+	  tests/test_secrets.py::test_the_byte_scan_never_misses_what_the_walk_masks \
+	  -q -p no:randomly --timeout=0 \
 	  --hypothesis-show-statistics
 
 ## Flink tests run in both python.execution-mode values (thread is the default).

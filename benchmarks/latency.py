@@ -23,13 +23,22 @@ which hides what the operator does.
 
 In thread mode, the agent operator hands inputs to Python in batches (``batch.size``, 32):
 a batch leaves when full or ``batch.linger-ms`` (5 ms) after its first input, whichever is
-first, so ``batch.linger-ms`` bounds a record's wait for its batch.
+first, so ``batch.linger-ms`` bounds a record's wait for its batch; a batch's first input
+goes at once after an idle gap of the linger or while inputs arrive more than a quarter of
+it apart on average. Each agent job's line shows its batches by cause (the operator's
+accumulators): at the low rate they should all be ``idle`` or ``sparse``.
+
+``--variant NAME:KEY=VALUE,...`` adds an agent job with other options to every round (e.g.
+``no-publish:metrics.publish-interval-ms=600000``); ``--rates low`` skips the loaded runs
+(and the capacity runs); ``--plot PNG`` draws the low rate's latency histograms and tails
+(every round's records pooled, ``benchmarks/plots.py``).
 
 Usage::
 
     .venv/bin/python benchmarks/latency.py [--mode thread|process] [--low-rate 50]
         [--load 0.8] [--seconds 20] [--repeat 3] [--keys 100] [--warm-up 3]
-        [--capacity RECORDS_PER_S] [--config KEY=VALUE ...]
+        [--capacity RECORDS_PER_S] [--config KEY=VALUE ...] [--variant NAME:KEY=VALUE,...]
+        [--rates both|low|loaded] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -149,7 +158,11 @@ def _run(
     out.map(_Latency(path, args.warm_up), output_type=Types.PICKLED_BYTE_ARRAY()).add_sink(
         flink_host._discard()
     )
-    env.execute(f"flink-latency-bench-{kind}")
+    result = env.execute(f"flink-latency-bench-{kind}")
+    batches = {
+        cause: result.get_accumulator_result(f"flink-agents.batches.{cause}") or 0
+        for cause in _CAUSES
+    }
     with open(path, encoding="utf-8") as fh:
         latencies = sorted(json.load(fh))
     os.unlink(path)
@@ -162,7 +175,13 @@ def _run(
         "p50": _percentile(latencies, 0.50) * 1000,
         "p99": _percentile(latencies, 0.99) * 1000,
         "max": latencies[-1] * 1000,
+        "batches": {cause: n for cause, n in batches.items() if n},
+        "latencies": latencies,
     }
+
+
+#: Why the thread-mode operator handed a batch to Python (its accumulators).
+_CAUSES = ("full", "linger", "idle", "barrier", "watermark", "end")
 
 
 def _percentile(ordered: list[float], q: float) -> float:
@@ -202,49 +221,101 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="an agent option for every agent job (e.g. batch.linger-ms=2)",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+        help="one more agent job per round with these options on top of --config "
+        "(e.g. no-publish:metrics.publish-interval-ms=600000)",
+    )
+    parser.add_argument("--rates", choices=["both", "low", "loaded"], default="both")
+    parser.add_argument("--plot", help="a PNG: the latency histograms at the low rate")
     args = parser.parse_args()
-    config: dict[str, Any] = {}
-    for item in args.config:
-        key, _, value = item.partition("=")
-        config[key] = int(value) if value.isdigit() else value
+    if args.plot:
+        plots.require()
+    config = _options(args.config)
+    kinds: dict[str, dict[str, Any]] = {"baseline": {}, "agent": config}
+    for item in args.variant:
+        name, _, options = item.partition(":")
+        kinds[name] = {**config, **_options(options.split(","))}
     load_before = plots.load_average()
     print(
         f"mode={args.mode} keys={args.keys} seconds={args.seconds} warm-up={args.warm_up} "
         f"repeat={args.repeat} buffer-timeout={args.buffer_timeout_ms} ms config={config} "
+        f"variants={ {k: v for k, v in kinds.items() if k not in ('baseline', 'agent')} } "
         f"load average {load_before:.1f}",
         flush=True,
     )
-    capacity = args.capacity or _capacity(args, config)
-    rates = {"low": args.low_rate, "loaded": args.load * capacity}
-    print(f"capacity {capacity:.0f} records/s; rates: " + str(rates), flush=True)
+    rates = {"low": args.low_rate}
+    if args.rates != "low":
+        capacity = args.capacity or _capacity(args, config)
+        rates["loaded"] = args.load * capacity
+        print(f"capacity {capacity:.0f} records/s", flush=True)
+    if args.rates == "loaded":
+        del rates["low"]
+    print(f"rates: {rates}", flush=True)
     summary = []
+    pooled: dict[str, list[float]] = {kind: [] for kind in kinds}
     for name, rate in rates.items():
         rounds: list[dict[str, dict[str, Any]]] = []
         for _ in range(args.repeat):
             pair = {}
-            for kind in ("baseline", "agent"):
-                result = _run(kind, rate, args, config if kind == "agent" else {})
+            for kind, options in kinds.items():
+                result = _run("baseline" if kind == "baseline" else "agent", rate, args, options)
                 pair[kind] = result
+                if name == "low":
+                    pooled[kind].extend(result["latencies"])
                 print(
                     f"{name:<7} {kind:<9} {rate:7.0f} records/s  n={result['n']:>6}  "
                     f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  "
-                    f"max {result['max']:8.2f} ms",
+                    f"max {result['max']:8.2f} ms  {_tail(result['latencies'])}"
+                    + (f"  batches {result['batches']}" if result["batches"] else ""),
                     flush=True,
                 )
             rounds.append(pair)
-        line = [f"{name} ({rate:.0f} records/s), medians of {args.repeat} rounds:"]
-        for figure in ("p50", "p99", "max"):
-            base = statistics.median(r["baseline"][figure] for r in rounds)
-            agent = statistics.median(r["agent"][figure] for r in rounds)
-            added = statistics.median(r["agent"][figure] - r["baseline"][figure] for r in rounds)
-            line.append(
-                f"{figure} baseline {base:.2f} ms, agent {agent:.2f} ms, added {added:+.2f} ms;"
-            )
-        summary.append(" ".join(line))
+        for kind in kinds:
+            if kind == "baseline":
+                continue
+            line = [f"{name} ({rate:.0f} records/s) {kind}, medians of {args.repeat} rounds:"]
+            for figure in ("p50", "p99", "max"):
+                base = statistics.median(r["baseline"][figure] for r in rounds)
+                agent = statistics.median(r[kind][figure] for r in rounds)
+                added = statistics.median(r[kind][figure] - r["baseline"][figure] for r in rounds)
+                line.append(
+                    f"{figure} baseline {base:.2f} ms, {kind} {agent:.2f} ms, "
+                    f"added {added:+.2f} ms;"
+                )
+            summary.append(" ".join(line))
     print()
     for line in summary:
         print(line)
     print(f"load average {load_before:.1f} -> {plots.load_average():.1f}")
+    if args.plot and "low" in rates:
+        command = "benchmarks/latency.py " + " ".join(sys.argv[1:])
+        plots.latency(
+            {kind: [x * 1000 for x in values] for kind, values in pooled.items()},
+            args.plot,
+            plots.machine_note(command, load_before)
+            + f"  |  {args.low_rate:g} records/s, {args.repeat} rounds pooled",
+        )
+        print(f"wrote {args.plot}")
+
+
+def _options(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items as agent options (digits: an int)."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        options[key] = int(value) if value.isdigit() else value
+    return options
+
+
+def _tail(latencies: list[float]) -> str:
+    """How many records took over 5 and 20 ms."""
+    over5 = sum(1 for x in latencies if x > 0.005)
+    over20 = sum(1 for x in latencies if x > 0.020)
+    return f">5ms {over5} >20ms {over20}"
 
 
 if __name__ == "__main__":

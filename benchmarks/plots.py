@@ -241,6 +241,50 @@ def checkpoints(series: Mapping[str, Mapping[str, Any]], path: str, note: str) -
     _save(fig, path, note)
 
 
+def latency(series: Mapping[str, Sequence[float]], path: str, note: str) -> None:
+    """Latency histograms (left) and their tails (right: the share of records slower than x).
+
+    Args:
+        series: per pipeline (``baseline``, ``agent``, variants), every record's latency (ms).
+        path: the PNG to write.
+        note: the command, machine and load, printed under the figure.
+    """
+
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=_SIZE)
+    values = [v for vs in series.values() for v in vs if v > 0]
+    low = max(min(values, default=0.01), 0.01)
+    high = max(max(values, default=1.0), low * 10)
+    steps = 60
+    bins = [low * (high / low) ** (i / steps) for i in range(steps + 1)]
+    colors = {"baseline": _BASELINE, "agent": _AGENT}
+    for kind, vs in series.items():
+        ordered = sorted(vs)
+        if not ordered:
+            continue
+        p50 = ordered[len(ordered) // 2]
+        p99 = ordered[min(int(0.99 * len(ordered)), len(ordered) - 1)]
+        label = f"{kind}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {ordered[-1]:.1f} ms"
+        color = colors.get(kind)
+        left.hist(ordered, bins=bins, histtype="step", linewidth=1.5, label=kind, color=color)
+        n = len(ordered)
+        right.step(ordered, [(n - i) / n for i in range(n)], where="post", label=label, color=color)
+    for axis in (left, right):
+        axis.set_xscale("log")
+        axis.set_xlabel("latency (ms, log scale)")
+        axis.grid(alpha=0.3, which="both")
+    left.legend(fontsize=8)
+    right.legend(fontsize=8, loc="lower left")
+    left.set_ylabel("records")
+    left.set_title("Latency histogram (keyed operator and its two hops)")
+    right.set_yscale("log")
+    right.set_ylim(1 / max(1, max((len(v) for v in series.values()), default=1)) / 2, 1.0)
+    right.axhline(0.01, color=_IDEAL, linestyle=":", linewidth=1)
+    right.set_ylabel("share of records slower than x")
+    right.set_title("Tail (dotted: 1 %, the p99)")
+    _save(fig, path, note)
+
+
 def load_average() -> float:
     """The 1-minute load average (other work on the machine while measuring)."""
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -466,7 +466,8 @@ class AgentExecutionOptions:
         default=5,
         description="Flink, thread mode: the longest an input waits for its batch to fill (ms). "
         "An input that arrives after the operator was idle (no input, no batch in Python) for "
-        "at least this long is handed over at once "
+        "at least this long, or while inputs arrive more than a quarter of it apart on "
+        "average, is handed over at once "
         "(at a low rate no input waits for a batch that will not fill).",
         check=_positive,
     )

@@ -28,7 +28,7 @@ that is also a ``ModelCallError``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from flink_agents.api.core_options import ConfigOption, register_options
@@ -152,6 +152,11 @@ def bounded(
     return call
 
 
+#: The code of every wrapper :func:`bounded` makes (the durable call log recognizes them by
+#: it: ``runtime/core/context.py``).
+BOUNDED_CODE = bounded(asyncio.sleep, 1.0, "", "").__code__
+
+
 async def await_within(
     awaitable: Awaitable[_T], seconds: float, expired: Callable[[], BaseException]
 ) -> _T:
@@ -160,16 +165,25 @@ async def await_within(
 
     The deadline cancels the awaiting task itself (the idea of ``asyncio.timeout``, written
     out for Python 3.10 too): no task of its own and no extra loop iteration per call, which
-    matters because every tool call and many model calls are bounded by default. A
-    ``TimeoutError`` the awaitable raises itself stays what it is. A blocking function on a
-    worker thread (``asyncio.to_thread``) is abandoned at once: its thread runs on until the
-    function returns (Python cannot stop a thread). A coroutine that swallows its
+    matters because every tool call and many model calls are bounded by default. The
+    awaitable's first step runs before any timer exists: one that finishes without waiting
+    (a cached answer, a zero-latency stand-in) costs no timer at all; one that waits gets
+    its timer then, due ``seconds`` after the call began (the first step's time counts). A
+    ``TimeoutError`` the awaitable raises itself stays what it is. A blocking function on
+    a worker thread (``asyncio.to_thread``) is abandoned at once: its thread runs on until
+    the function returns (Python cannot stop a thread). A coroutine that swallows its
     cancellation is waited for.
     """
     loop = asyncio.get_running_loop()
+    due = loop.time() + seconds
+    steps = awaitable.__await__()
+    try:
+        step = steps.send(None)
+    except StopIteration as done:  # finished without waiting: nothing to bound
+        return done.value
     task = asyncio.current_task()
     if task is None:  # not inside a task (a bare coroutine driven by hand): nothing to cancel
-        return await awaitable
+        return await _Resumed(steps, step)
     # Cancellations of the task already requested before this deadline are not ours.
     uncancel = getattr(task, "uncancel", None)  # Python 3.11+
     before = task.cancelling() if uncancel is not None else 0
@@ -180,10 +194,10 @@ async def await_within(
         fired = True
         task.cancel()
 
-    handle = loop.call_at(loop.time() + seconds, expire)
+    handle = loop.call_at(due, expire)
     taken_back = False
     try:
-        return await awaitable
+        return await _Resumed(steps, step)
     except asyncio.CancelledError:
         if not fired:
             raise
@@ -198,3 +212,35 @@ async def await_within(
             # The deadline fired but the awaitable swallowed the cancellation and ended:
             # take the request back so that it does not hit a later await of the task.
             uncancel()
+
+
+class _Resumed:
+    """The rest of an awaitable whose first step already ran and yielded ``step``: awaiting
+    it goes on as ``yield from`` would have (what the task sends or throws is passed on,
+    closing it closes the awaitable)."""
+
+    __slots__ = ("_step", "_steps")
+
+    def __init__(self, steps: Any, step: Any) -> None:
+        self._steps = steps
+        self._step = step
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps, step = self._steps, self._step
+        self._steps = self._step = None
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the task: passed on
+                try:
+                    step = steps.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    step = steps.send(sent)
+                except StopIteration as done:
+                    return done.value

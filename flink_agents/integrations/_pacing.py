@@ -47,6 +47,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from flink_agents.integrations._pacing_inputs import (
     CallReport,
+    embedding_usage,
     estimate_prompt_tokens,
     estimate_text_tokens,
     retry_delay,
@@ -58,6 +59,7 @@ __all__ = [
     "Governor",
     "Permit",
     "RateLimitSettings",
+    "embedding_usage",
     "estimate_prompt_tokens",
     "estimate_text_tokens",
     "retry_delay",

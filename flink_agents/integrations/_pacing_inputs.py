@@ -161,3 +161,11 @@ def with_report(reply: Any, report: CallReport) -> Any:
 def estimate_text_tokens(texts: Sequence[str]) -> int:
     """A rough size of texts to embed, in tokens (four characters a token)."""
     return sum(len(t) for t in texts) // 4 + len(texts)
+
+
+def embedding_usage(reply: tuple[Any, Any]) -> tuple[int, int] | None:
+    """``(prompt, completion)`` tokens for the governor of an embedding call whose attempt
+    returns ``(data, usage)``: the ``EmbeddingTokenUsage`` read once with the reply, which
+    the result reports too (None: the reply reported none)."""
+    usage = reply[1]
+    return (usage.prompt_tokens, 0) if usage is not None else None

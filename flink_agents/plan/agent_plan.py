@@ -559,9 +559,13 @@ class AgentPlan(BaseModel):
     def masker(self) -> Masker:
         """The secret rule with this plan's secret values known (made once per plan; false
         when the plan has no secrets)."""
-        if self._masker is None:
-            self._masker = Masker(self._secrets.values())
-        return self._masker
+        # Through the private dict: pydantic's attribute fallback is slow, and every model
+        # call asks (plan/actions/secret_text.py).
+        private = self.__pydantic_private__
+        masker: Masker | None = private["_masker"]  # type: ignore[index]
+        if masker is None:
+            masker = self._masker = Masker(self._secrets.values())
+        return masker
 
     def with_secrets(self, secrets: Mapping[str, Any]) -> AgentPlan:
         """Attach secrets to a plan read back from JSON (they become known to the log

@@ -16,7 +16,12 @@ Where the counts live:
   replayed run answers its calls from the durable log and counts their tokens again,
   which is right, as the first attempt's changes were never committed;
 - the job's tokens of the current UTC hour: in this object, per subtask, against the
-  subtask's share of the budget (budget / parallelism). A restart starts the hour again.
+  subtask's share of the budget (budget / parallelism). In thread mode the bridge jar's
+  operator keeps each subtask's count in its operator state with every checkpoint
+  (:meth:`ModelGovernance.job_snapshot`) and hands them back after a restore
+  (:meth:`ModelGovernance.restore_job`), so the hour's count goes on; calls of runs in
+  flight at the checkpoint count again when their runs replay them (the count errs high,
+  never low). Process mode and the local environment start the hour's count again.
 
 Paced waits (``pause``) hold no thread: ``asyncio.sleep`` on the run's loop.
 """
@@ -165,6 +170,54 @@ class ModelGovernance:
         with self._lock:
             self._job_used(_now())
             self._job_tokens += tokens
+
+    def job_snapshot(self, subtask: int, parallelism: int) -> str | None:
+        """This subtask's count of the job's hourly budget, for the operator's state (JSON;
+        None: no job budget)."""
+        if self.job_budget is None:
+            return None
+        with self._lock:
+            self._job_used(_now())
+            entry = {
+                "subtask": subtask,
+                "parallelism": parallelism,
+                "window_end": self._job_window_end,
+                "tokens": self._job_tokens,
+            }
+        return json.dumps(entry)
+
+    def restore_job(self, entries: Sequence[str], subtask: int, parallelism: int) -> None:
+        """Go on with the hour's count that a checkpoint holds: ``entries`` are every old
+        subtask's :meth:`job_snapshot` (Flink's union list state hands each subtask all of
+        them). At the same parallelism a subtask takes its own count; after a rescale each
+        takes an equal share of the job's (their sum over the new parallelism, rounded up).
+        Counts of an hour that has passed are dropped."""
+        if self.job_budget is None:
+            return
+        now = _now()
+        window_end = _hour_end(now)
+        current: list[dict[str, Any]] = []
+        for raw in entries:
+            try:
+                entry = json.loads(raw)
+            except (TypeError, ValueError):
+                log.warning("an unreadable job budget count in operator state is ignored")
+                continue
+            if isinstance(entry, dict) and entry.get("window_end") == window_end:
+                current.append(entry)
+        if not current:
+            return
+        if all(e.get("parallelism") == parallelism for e in current):
+            tokens = sum(int(e.get("tokens") or 0) for e in current if e.get("subtask") == subtask)
+        else:
+            total = sum(int(e.get("tokens") or 0) for e in current)
+            tokens = -(-total // max(1, parallelism))
+        with self._lock:
+            self._job_window_end = window_end
+            self._job_tokens = tokens
+        log.info(
+            "job budget: subtask %d goes on with %d tokens of this hour (restored)", subtask, tokens
+        )
 
     # -- the cache ------------------------------------------------------------------------------
     def cache_get(self, key: str) -> ChatMessage | None:

@@ -7,11 +7,14 @@ import os
 import uuid
 from pathlib import Path
 
+import pytest
+
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
 from flink_agents.api.events.context_retrieval_event import ContextRetrievalRequestEvent
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
 from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
+from flink_agents.errors import EventAttributeError
 from tests.runtime.agents import CountEvent, TypedEvent
 
 GOLDEN = Path(__file__).parent / "golden" / "events.json"
@@ -130,3 +133,35 @@ def test_a_user_event_class_dumps_its_declared_fields_at_the_top_level():
     extra = Event(type="x", attributes={"a": 1}).model_dump(mode="json")
     assert extra["attributes"] == {"a": 1}
     assert TypedEvent.model_validate(TypedEvent(id=FIXED, text="t").model_dump()).text == "t"
+
+
+def _shape(event: Event) -> tuple[object, ...]:
+    """What pydantic keeps of an event, its id left out."""
+    fields = {k: v for k, v in event.__dict__.items() if k != "id"}
+    return (
+        type(event),
+        list(event.__dict__),
+        fields,
+        event.__pydantic_fields_set__,
+        event.__pydantic_extra__,
+        event.__pydantic_private__,
+        json.loads(event.model_dump_json(exclude={"id"})),
+    )
+
+
+def test_events_the_runtime_makes_without_the_validator_equal_constructed_ones():
+    record = {"key": "k", "nested": [1, 2.5, None, {"x": "y"}]}
+    made = InputEvent.of_record(record)
+    assert _shape(made) == _shape(InputEvent(input=record))
+    assert isinstance(made.id, uuid.UUID) and made.id != InputEvent.of_record(record).id
+    reply = ChatMessage(role=MessageRole.ASSISTANT, content="hi")
+    response = ChatResponseEvent._trusted({"request_id": FIXED, "response": reply})
+    assert _shape(response) == _shape(ChatResponseEvent(request_id=FIXED, response=reply))
+    # The input's JSON check stays: the same error as the constructor's.
+    bad = {"key": "k", "value": object()}
+    with pytest.raises(EventAttributeError) as of_record:
+        InputEvent.of_record(bad)
+    with pytest.raises(EventAttributeError) as constructed:
+        InputEvent(input=bad)
+    assert str(of_record.value) == str(constructed.value)
+    assert "'input'" in str(of_record.value) and "not JSON serializable" in str(of_record.value)

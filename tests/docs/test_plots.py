@@ -74,6 +74,17 @@ def test_checkpoint_figure(tmp_path: Path) -> None:
     assert _png(path) == (1000, 420)
 
 
+def test_latency_figure(tmp_path: Path) -> None:
+    series = {
+        "baseline": [0.5 + (i % 50) / 100 for i in range(600)] + [12.0],
+        "agent": [1.5 + (i % 70) / 50 for i in range(600)] + [30.0, 45.0],
+        "empty variant": [],
+    }
+    path = tmp_path / "latency.png"
+    plots.latency(series, str(path), plots.machine_note("latency.py --plot", 1.0))
+    assert _png(path) == (1000, 420)
+
+
 def test_the_same_figures_give_the_same_bytes(tmp_path: Path) -> None:
     series = {"unaligned": {"completed": [(1.0, 50), (2.0, 60)], "unfinished": []}}
     first, second = tmp_path / "a.png", tmp_path / "b.png"

@@ -140,8 +140,9 @@ class _CountWindow(ProcessWindowFunction):
 
 
 def test_watermarks_of_your_own_after_the_agent_window_outputs_by_input_time() -> None:
-    """What the README advises for event-time windows after the agent on an unbounded
-    stream: a watermark strategy on the outputs, using the carried record timestamps."""
+    """What docs/user-guide/configuration.md advises for event-time windows after the agent
+    on an unbounded stream: a watermark strategy on the outputs, using the carried record
+    timestamps."""
     records = [{"key": f"k{i % 3}", "i": i, "ts": 1_000 * i} for i in range(12)]
     env, agents_env = make_env()
     out = (

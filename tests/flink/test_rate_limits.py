@@ -109,3 +109,111 @@ def test_a_keys_budget_count_survives_a_failure_and_restore() -> None:
     assert ["content" in o for o in outputs["b"]] == [True]
     # Calls of runs committed before the restored checkpoint were not made again.
     assert calls == 4
+
+
+@pytest.mark.skipif(MODE != "thread", reason="batches (batch.size) are a thread-mode path")
+def test_a_checkpoint_completes_while_a_batch_waits_for_the_quota() -> None:
+    from pyflink.common import WatermarkStrategy
+    from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+    from pyflink.datastream.functions import SinkFunction
+    from pyflink.java_gateway import get_gateway
+    from pyflink.version import __version__ as pyflink_version
+
+    from flink_agents.ops import jobs
+    from flink_agents.testing.ports import free_port
+
+    # 30 requests a minute (one every 2 s), 2 in flight, an endless input of keys in
+    # batches of 32 (the default batch.size): a batch that waited on the task thread for
+    # its 30 places (60 s) held every checkpoint barrier behind it. The operator admits the
+    # batch (30 inputs queue in the slot) and waits for a free place before the next one
+    # with its mailbox running, so a checkpoint taken while the calls wait completes.
+    port = free_port()
+    with QuotaServer(requests_per_minute=30, latency=(0.01, 0.02)) as server:
+        env, agents_env = make_env(
+            flink_config={
+                "rest.port": str(port),
+                "rest.address": "127.0.0.1",
+                "rest.cache.checkpoint-statistics.timeout": "200",
+                "web.refresh-interval": "200",
+            },
+            **{"max-in-flight": 2},
+        )
+        env.enable_checkpointing(300)
+        env.get_checkpoint_config().enable_unaligned_checkpoints()
+        numbers = env.from_source(
+            NumberSequenceSource(0, 10**9), WatermarkStrategy.no_watermarks(), "keys"
+        )
+        stream = numbers.map(lambda n: f"k{n} question {n}", output_type=Types.STRING())
+        agent = _agent(server.base_url, requests_per_minute=30, adaptive=False)
+        out = (
+            agents_env.from_datastream(stream, key_selector=lambda r: r.split()[0])
+            .apply(agent)
+            .to_datastream()
+        )
+        sinks = get_gateway().jvm.org.apache.flink.streaming.api.functions.sink
+        # Flink 2 moved the legacy sink functions to ``.legacy``; 1.20 has them in ``sink``.
+        flink_major = int(pyflink_version.split(".")[0])
+        discarding = sinks.legacy.DiscardingSink if flink_major >= 2 else sinks.DiscardingSink
+        out.add_sink(SinkFunction(discarding()))
+        agents_env.configure_workers()
+        client = env.execute_async("a checkpoint while calls wait")
+        jobmanager, job_id = f"127.0.0.1:{port}", str(client.get_job_id())
+        completed: list[dict[str, Any]] = []
+        history: list[dict[str, Any]] = []
+        try:
+            # The job takes 5-20 s to start (checkpoints start once every task runs).
+            deadline = time.monotonic() + 120
+            while len(completed) < 3 and time.monotonic() < deadline:
+                time.sleep(0.3)
+                try:
+                    history = jobs.checkpoint_stats(jobmanager, job_id).get("history", [])
+                except Exception:  # noqa: BLE001 - the REST server is not up yet
+                    continue
+                completed = [cp for cp in history if cp.get("status") == "COMPLETED"]
+            answered = server.accepted
+        finally:
+            client.cancel().result()
+    durations = [(cp["status"], cp.get("end_to_end_duration")) for cp in reversed(history)]
+    print(f"\n[{MODE}] checkpoints while a batch waits: {durations}, {answered} calls answered")
+    # Three checkpoints completed while the first batch's calls still waited for the quota
+    # (before, none could complete for 60 s).
+    assert len(completed) >= 3 and answered < 30, durations
+    # The first also waits for the job's start on the task thread (the first calls load
+    # the HTTP client: seconds on a loaded machine); the next ones are the steady state.
+    # The wait they replace was 60 s: the bound leaves room for a loaded machine.
+    assert min(cp["end_to_end_duration"] for cp in completed[:-1]) < 2000
+
+
+@pytest.mark.skipif(
+    MODE != "thread", reason="process mode keeps the job's count in memory (docs/rate-limits.md)"
+)
+def test_the_jobs_hourly_count_survives_a_failure_and_restore() -> None:
+    from flink_agents.testing.run import run_agent
+
+    # 40 tokens an hour for the job, 18 a call, one run at a time: the third call crosses
+    # the budget and the fourth and fifth are refused. The job fails once after the first
+    # two inputs (their count checkpointed) and restarts from that checkpoint: the fourth
+    # input is refused only if the job's count survived the restore.
+    inputs = [f"{k} q" for k in "abcde"]
+    with OpenAIServer(["ok"]) as server:
+        run = run_agent(
+            _agent(server.base_url),
+            inputs,
+            key=lambda r: r.split()[0],
+            mode=MODE,
+            config={
+                "budget.tokens-per-job-per-hour": 40,
+                "budget.on-job-exhausted": "error",
+                "error-handling-strategy": "ignore",
+                "max-in-flight": 1,
+            },
+            fail_after=2,
+        )
+        calls = len(server.chat_requests)
+    outputs = run.outputs
+    print(f"\n[{MODE}] job budget across a restore: {calls} calls, failures {run.failures}")
+    assert run.failures == 1
+    assert [("content" in outputs[k][0]) for k in "abcde"] == [True, True, True, False, False]
+    assert outputs["d"][0]["type"] == "BudgetExhaustedError"
+    assert "the job (this subtask) used 54 of its 40 tokens" in outputs["d"][0]["error"]
+    assert calls == 3

@@ -47,8 +47,10 @@ def test_concurrency_across_keys_with_drain(tmp_path) -> None:
     assert sorted(r["key"] for r in results) == sorted(r["key"] for r in records)
     assert len(count_file.read_text().splitlines()) == keys
     # Keys overlapped: structurally, not by a wall-time bound (the machine's load varies).
-    # Serial runs would never overlap; with 200 keys in flight most of them do.
-    assert _most_at_once(results) >= 50, _most_at_once(results)
+    # Serial runs would never overlap (1 at once). How many overlap depends on how fast the
+    # inputs arrive: quiet runs see 100+, a loaded CI machine saw 48 in process mode (Beam
+    # bundles arrive slower), so the bound leaves a wide margin and still rules out serial.
+    assert _most_at_once(results) >= 20, _most_at_once(results)
 
 
 def _most_at_once(results: list[dict]) -> int:
@@ -203,7 +205,8 @@ def test_outputs_of_a_slow_stream_leave_with_their_batch_not_at_the_end(tmp_path
     sent, arrived = tmp_path / "sent.jsonl", tmp_path / "arrived.jsonl"
     records = [{"key": f"k{i % 2}", "i": i} for i in range(6)]
     conf = Configuration()
-    # Process mode holds outputs for PyFlink's bundles (README): small ones here.
+    # Process mode holds outputs for PyFlink's bundles (docs/user-guide/configuration.md):
+    # small ones here.
     conf.set_string("python.fn-execution.bundle.size", "1")
     conf.set_string("python.fn-execution.bundle.time", "10")
     env = StreamExecutionEnvironment.get_execution_environment(conf)

@@ -162,16 +162,19 @@ async def test_reply_without_the_expected_fields(p: Provider):
 async def test_slow_reply_times_out_and_is_retried(p: Provider):
     # The reply would take 60 s; two attempts cut at 3 s end well before it, even on a
     # loaded machine (the bound only shows that the timeout cut the wait). A timeout bounds
-    # the whole attempt (a cold SDK client and connect included), so it is not set tighter.
-    with ScriptedServer([Reply(p.text_reply("too late"), delay=60.0)]) as server:
+    # the whole attempt (a cold SDK client and connect included), so a first call warms the
+    # client up: cold, a loaded machine took more than 3 s to send the first request.
+    replies = [Reply(p.text_reply("warm")), Reply(p.text_reply("too late"), delay=60.0)]
+    with ScriptedServer(replies) as server:
         conn = p.make_connection(server.url, timeout=3.0, max_retries=1)
+        assert (await conn.achat(USER, model=_model(p))).content == "warm"
         start = time.perf_counter()
         with pytest.raises(ModelCallTimeoutError, match=r"within 3s after 2 attempt") as info:
             await conn.achat(USER, model=_model(p))
         assert time.perf_counter() - start < 30
     assert info.value.status is None and info.value.timeout == 3.0
     assert isinstance(info.value, ModelCallError) and isinstance(info.value, CallTimeoutError)
-    assert len(server.requests) == 2
+    assert len(server.requests) == 1 + 2
 
 
 def test_unreachable_server(p: Provider):

@@ -338,7 +338,11 @@ def test_throttling_is_retried_then_recognised(name: str):
 def test_error_answer_is_a_clear_model_call_error(name: str):
     case = CASES[name]
     with ScriptedServer([case.error("the input is too long for this model")]) as server:
-        conn = case.connection(**case.base(server.url), **{**FAST, "max_retries": 3})
+        # A long attempt timeout: a cold SDK client (boto3 loads its service models) on a
+        # loaded machine took more than FAST's 10 s, and a timed-out attempt is retried.
+        conn = case.connection(
+            **case.base(server.url), **{**FAST, "max_retries": 3, "timeout": 60.0}
+        )
         with pytest.raises(ModelCallError) as info:
             conn.embed(["alpha"], **_options(case))
     err = info.value

@@ -70,8 +70,7 @@ def test_a_paused_key_holds_its_inputs_without_in_flight_places() -> None:
     slot = SlotRuntime(plan)
     function.bind(
         KeyedState(
-            memory=FakeMapState(backend),
-            paths=FakeValueState(backend),
+            memory=FakeValueState(backend),
             pending=FakeListState(backend),
             durable=FakeMapState(backend),
             approval=FakeValueState(backend),
@@ -132,8 +131,7 @@ def test_a_response_during_the_rerun_after_a_restore_survives_another_failure() 
     plan = AgentPlan.from_agent(approval_agents.refund_agent(), {"max-in-flight": 2})
     backend = FakePythonBackend()
     states = {
-        "memory": FakeMapState(backend),
-        "paths": FakeValueState(backend),
+        "memory": FakeValueState(backend),
         "pending": FakeListState(backend),
         "durable": FakeMapState(backend),
         "approval": FakeValueState(backend),

@@ -23,7 +23,7 @@ from flink_agents.runtime.flink.output import (  # noqa: E402
     pack_output,
 )
 from flink_agents.runtime.flink.slot import Item, KeyWork  # noqa: E402
-from flink_agents.runtime.flink.state import MEMORY_PATHS, PENDING, KeyedState  # noqa: E402
+from flink_agents.runtime.flink.state import MEMORY, PENDING, KeyedState  # noqa: E402
 from flink_agents.runtime.sequencing import Stop  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeJavaBackend,
@@ -49,7 +49,7 @@ def test_state_may_hold_asks_the_java_backend_and_answers_true_when_it_cannot(
     monkeypatch,
 ) -> None:
     install_void_namespace(monkeypatch)
-    backend = FakeJavaBackend(with_keys={MEMORY_PATHS})
+    backend = FakeJavaBackend(with_keys={MEMORY})
     state = KeyedState.open(FakeRuntimeContext(backend), ttl=None, keyless=False)
     # Memory may be there: read it; no pending inputs of a restore: skip that read.
     assert state.memory_unused is False and state.check_restored is False
@@ -89,8 +89,7 @@ def _function(packed: bool, *, keyless: bool = False) -> fn.AgentProcessFunction
     # A fresh start: no key has memory yet.
     function.bind(
         KeyedState(
-            memory=FakeMapState(),
-            paths=FakeValueState(),
+            memory=FakeValueState(),
             pending=FakeListState(),
             durable=FakeMapState(),
             memory_unused=True,
@@ -113,7 +112,7 @@ def test_settled_run_commits_memory_and_reads_memory_from_then_on() -> None:
         (KEEP_TIMESTAMP, "a"),
         (KEEP_TIMESTAMP, "b"),
     ]
-    assert state.memory.data == {"count": 1}
+    assert state.memory.value() == {"count": 1}
     # A key has memory now: the next records read it instead of assuming none.
     assert state.memory_unused is False
     assert state.load_memory() == {"count": 1}
@@ -135,7 +134,7 @@ def test_keyless_settled_run_keeps_no_memory() -> None:
     assert state is not None
     result = RunResult(key=3, outputs=["o"], memory_updates={"count": 1})
     assert _commit_settled(function, _settled(result, persist=False)) == [(KEEP_TIMESTAMP, "o")]
-    assert state.memory.data == {}
+    assert state.memory.value() is None
     assert state.load_memory() == {}
 
 
@@ -306,7 +305,7 @@ def test_a_batch_switches_to_each_key_whose_memory_it_reads_or_writes(monkeypatc
         assert counts == [("a", 1), ("b", 1), ("a", 2)]
         # The first run commits memory (the key's first); later inputs read it first.
         assert backend.switches == ["Ja", "Jb", "Ja"]
-        assert function.state.memory.by_key["Ja"]["stats.count"] == 2
-        assert function.state.memory.by_key["Jb"]["stats.count"] == 1
+        assert function.state.memory.by_key["Ja"][0]["stats.count"] == 2
+        assert function.state.memory.by_key["Jb"][0]["stats.count"] == 1
     finally:
         function.slot.close()

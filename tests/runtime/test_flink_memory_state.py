@@ -1,8 +1,8 @@
 """The Flink function's short-term memory in keyed state (layout 2) without a cluster: a
-run reads its key's memory with point lookups and writes only what it changed, never
-iterating the key's entries (an iteration is a RocksDB iterator seek per run, whose cost
-grew with the state: docs/benchmarks.md, state at scale); memory of layout 1 is moved to
-layout 2 the first time its key is met. Structural (counted state calls), not timed."""
+run reads its key's memory with one point lookup and a run that changed it writes it once,
+never iterating a map (an iteration is a RocksDB iterator seek per run, whose cost grew
+with the state: docs/benchmarks.md, state at scale); memory of layout 1 is moved to layout
+2 the first time its key is met. Structural (counted state calls), not timed."""
 
 from __future__ import annotations
 
@@ -15,12 +15,7 @@ pytest.importorskip("pyflink")
 from flink_agents.plan.agent_plan import AgentPlan  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
 from flink_agents.runtime.flink.slot import SlotRuntime  # noqa: E402
-from flink_agents.runtime.flink.state import (  # noqa: E402
-    MEMORY,
-    MEMORY_PATHS,
-    MEMORY_V1,
-    KeyedState,
-)
+from flink_agents.runtime.flink.state import MEMORY, MEMORY_V1, KeyedState  # noqa: E402
 from flink_agents.runtime.memory import OBJECT  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeJavaBackend,
@@ -33,8 +28,6 @@ from tests.runtime.test_flink_approval_paths import _Ctx  # noqa: E402
 
 KEYS = 4
 ROUNDS = 3
-#: What the memory agent keeps per key: ``stats`` (an object), ``stats.count``, ``seen``.
-PATHS = 3
 
 
 class _JavaCtx(_Ctx):
@@ -63,10 +56,10 @@ def _send(function: fn.AgentProcessFunction, backend: Any, ctx: Any, i: int) -> 
     return out
 
 
-def test_runs_read_memory_by_point_lookups_and_write_only_what_changed(monkeypatch) -> None:
+def test_a_run_reads_memory_with_one_lookup_and_writes_it_once(monkeypatch) -> None:
     install_void_namespace(monkeypatch)
     # Thread mode after a restore of layout 2: some key may have memory, none of layout 1.
-    backend = FakeJavaBackend(with_keys={MEMORY_PATHS, MEMORY})
+    backend = FakeJavaBackend(with_keys={MEMORY})
     context = FakeRuntimeContext(backend)
     function, slot = _function(context)
     state = function.state
@@ -80,15 +73,12 @@ def test_runs_read_memory_by_point_lookups_and_write_only_what_changed(monkeypat
     assert [o["count"] for o in outputs] == [i // KEYS + 1 for i in range(KEYS * ROUNDS)]
     assert outputs[-1]["seen"] == list(range(KEYS - 1, KEYS * ROUNDS, KEYS))
     runs = KEYS * ROUNDS
-    # No run iterates or clears a key's memory: every read is a point lookup.
-    assert not [name for name in counts if name.split(".")[1] in ("items", "keys", "clear")]
-    assert counts["paths.value"] == 2 * runs  # the load, the commit
-    assert counts["memory.get"] == (runs - KEYS) * PATHS  # every later run reads 3 paths
-    # The first run of a key writes its 3 paths and the paths; a later one the 2 changed.
-    assert counts["memory.put"] == KEYS * PATHS + (runs - KEYS) * 2
-    assert counts["paths.update"] == KEYS
-    assert set(counts) == {"paths.value", "memory.get", "memory.put", "paths.update"}
-    assert context.states[MEMORY_PATHS].by_key["u0"] == [["stats", "stats.count", "seen"]]
+    # No run iterates a map: a point lookup when the run starts and one when it commits
+    # (the memory its changes apply to), one write.
+    assert counts == {"memory.value": 2 * runs, "memory.update": runs}
+    assert context.states[MEMORY].by_key["u0"] == [
+        {"stats": OBJECT, "stats.count": ROUNDS, "seen": list(range(0, KEYS * ROUNDS, KEYS))}
+    ]
 
 
 def test_memory_of_layout_1_moves_to_layout_2_when_its_key_is_first_met() -> None:
@@ -106,24 +96,21 @@ def test_memory_of_layout_1_moves_to_layout_2_when_its_key_is_first_met() -> Non
         first = _send(function, backend, ctx, 1)  # u1: moved, then its run
         assert (first["count"], first["seen"]) == (3, [-7, -3, 1])
         assert legacy.by_key["u1"] == {}
-        assert context.states[MEMORY].by_key["u1"] == {
-            "stats": OBJECT,
-            "stats.count": 3,
-            "seen": [-7, -3, 1],
-        }
+        assert context.states[MEMORY].by_key["u1"] == [
+            {"stats": OBJECT, "stats.count": 3, "seen": [-7, -3, 1]}
+        ]
         # (and one look at pending inputs of a restore: process mode cannot tell)
         assert counts == {
             "pending.get": 1,
-            "paths.value": 2,
+            "memory.value": 2,
             "legacy_memory.items": 1,
             "legacy_memory.clear": 1,
-            "memory.put": 3 + 2,  # moved, then the run's changes
-            "paths.update": 1,
+            "memory.update": 2,  # moved, then the run's changes
         }
         counts.clear()
         again = _send(function, backend, ctx, 1 + KEYS)  # u1 has layout 2's paths now
         assert (again["count"], again["seen"]) == (4, [-7, -3, 1, 1 + KEYS])
-        assert "legacy_memory.items" not in counts and counts["memory.get"] == PATHS
+        assert "legacy_memory.items" not in counts and counts["memory.value"] == 2
         counts.clear()
         # A key without memory in either layout: looked up there until its run writes some.
         assert _send(function, backend, ctx, 2)["count"] == 1
@@ -148,7 +135,7 @@ def test_thread_mode_looks_for_layout_1_memory_only_when_the_backend_holds_some(
     assert keyless.legacy_memory is None and keyless.memory_unused
 
 
-def test_deletes_and_ttl_keep_the_paths_in_step(monkeypatch) -> None:
+def test_deletes_and_ttl(monkeypatch) -> None:
     install_void_namespace(monkeypatch)
     backend = FakeJavaBackend(key="k")
     context = FakeRuntimeContext(backend)
@@ -156,13 +143,12 @@ def test_deletes_and_ttl_keep_the_paths_in_step(monkeypatch) -> None:
     state.commit_memory({"a": 1, "b": 2, "c": 3}, [])
     assert state.load_memory() == {"a": 1, "b": 2, "c": 3}
     state.commit_memory({"d": 4}, ["b"])
-    assert context.states[MEMORY_PATHS].value() == ["a", "c", "d"]
-    assert context.states[MEMORY].data == {"a": 1, "c": 3, "d": 4}
+    assert context.states[MEMORY].value() == {"a": 1, "c": 3, "d": 4}
     state.commit_memory({}, ["a", "c", "d"])
-    assert context.states[MEMORY_PATHS].value() is None and state.load_memory() == {}
+    assert context.states[MEMORY].value() is None and state.load_memory() == {}
     state.commit_memory({"e": 5}, [])
-    # The memory's TTL passed: its paths and their values are gone, read as empty.
+    # The memory's TTL passed: it is gone, read as empty.
     context.states["fa-memory-touched"].update(1.0)
     assert state.load_memory() == {}
-    assert context.states[MEMORY].data == {} and context.states[MEMORY_PATHS].value() is None
+    assert context.states[MEMORY].value() is None
     assert context.states["fa-memory-touched"].value() is None

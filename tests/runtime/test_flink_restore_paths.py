@@ -34,8 +34,7 @@ def test_more_restored_inputs_than_in_flight_places_run_first_in_order() -> None
     slot = SlotRuntime(plan)
     function.bind(
         KeyedState(
-            memory=FakeMapState(backend),
-            paths=FakeValueState(backend),
+            memory=FakeValueState(backend),
             pending=pending,
             durable=FakeMapState(backend),
             approval=FakeValueState(backend),

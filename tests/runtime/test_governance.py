@@ -148,14 +148,26 @@ def test_a_replayed_call_is_answered_from_the_log_even_when_the_budget_is_spent_
 
 
 def _moments_before(boundary: float, seconds: float, monkeypatch: Any) -> None:
-    """Move the budget clock so that ``boundary`` (a window's end) is ``seconds`` away."""
-    offset = boundary - seconds - time.time()
-    monkeypatch.setattr(governance, "_now", lambda: time.time() + offset)
+    """Move the budget clock so that ``boundary`` (a window's end) is ``seconds`` away.
+
+    The fake clock starts at its first reading (the first call's budget check), not when the
+    test sets it up: a loaded machine that takes longer than ``seconds`` to start the runner
+    would otherwise put the first call past the boundary and pause the second one for a
+    whole day (the test hung that way under load).
+    """
+    started: list[float] = []
+
+    def now() -> float:
+        if not started:
+            started.append(time.time())
+        return boundary - seconds + (time.time() - started[0])
+
+    monkeypatch.setattr(governance, "_now", now)
 
 
 def test_pause_holds_the_key_until_its_day_ends(monkeypatch, tmp_path):
     now = time.time()
-    _moments_before((int(now // 86400) + 1) * 86400.0, 1.0, monkeypatch)
+    _moments_before((int(now // 86400) + 1) * 86400.0, 2.0, monkeypatch)
     config = {
         "budget.tokens-per-key-per-day": 10,
         "budget.on-key-exhausted": "pause",
@@ -177,7 +189,7 @@ def test_pause_holds_the_key_until_its_day_ends(monkeypatch, tmp_path):
 
 def test_the_jobs_hourly_budget_pauses_every_key_by_default(monkeypatch):
     now = time.time()
-    _moments_before((int(now // 3600) + 1) * 3600.0, 1.0, monkeypatch)
+    _moments_before((int(now // 3600) + 1) * 3600.0, 2.0, monkeypatch)
     config = {"budget.tokens-per-job-per-hour": 3 * TOKENS}
     with OpenAIServer(["ok"]) as server, LocalRunner(_plan(server, config)) as runner:
         left_before = runner.runner.metrics.to_dict()["budgetJobTokensLeft"]
@@ -205,6 +217,40 @@ def test_the_jobs_budget_can_raise_instead():
         assert runner.runner.governance.job_share() == 2 * TOKENS // 4
     kinds = sorted("content" if "content" in o else o["type"] for _, o in out)
     assert kinds == ["BudgetExhaustedError", "content", "content"]
+
+
+def test_the_jobs_hourly_count_goes_into_operator_state_and_back_also_after_a_rescale(
+    monkeypatch,
+):
+    from flink_agents.api.core_options import AgentConfiguration
+    from flink_agents.runtime.governance import ModelGovernance
+    from flink_agents.runtime.metric_groups import SimpleMetricGroup
+
+    def gov() -> ModelGovernance:
+        config = AgentConfiguration()
+        config.set_str("budget.tokens-per-job-per-hour", "1000")
+        return ModelGovernance(config, SimpleMetricGroup())
+
+    now = (time.time() // 3600) * 3600 + 10  # never at the end of an hour
+    monkeypatch.setattr(governance, "_now", lambda: now)
+    old = [gov(), gov()]
+    old[0].count_job(100)
+    old[1].count_job(30)
+    entries = [g.job_snapshot(i, 2) for i, g in enumerate(old)]
+    assert all(e is not None for e in entries)
+    # The same parallelism: each subtask goes on with its own count.
+    same = gov()
+    same.restore_job([e for e in entries if e], 1, 2)
+    assert same._job_used(now) == 30
+    # Rescaled to 3: each takes a third of the job's 130, rounded up.
+    rescaled = gov()
+    rescaled.restore_job([e for e in entries if e], 2, 3)
+    assert rescaled._job_used(now) == 44
+    # An hour that has passed is not carried over; without a job budget nothing is kept.
+    past = gov()
+    past.restore_job(['{"subtask": 0, "parallelism": 2, "window_end": 3600.0, "tokens": 9}'], 0, 2)
+    assert past._job_used(now) == 0
+    assert ModelGovernance(AgentConfiguration(), SimpleMetricGroup()).job_snapshot(0, 1) is None
 
 
 def test_bad_budget_options_are_clear_errors():

@@ -109,8 +109,7 @@ def test_a_response_of_a_subclass_resumes_on_flink_as_locally() -> None:
     slot = SlotRuntime(plan)
     function.bind(
         KeyedState(
-            memory=FakeMapState(backend),
-            paths=FakeValueState(backend),
+            memory=FakeValueState(backend),
             pending=FakeListState(backend),
             durable=FakeMapState(backend),
             approval=FakeValueState(backend),

@@ -307,3 +307,33 @@ def test_default_deadlines_of_tools_and_model_calls():
     assert model_timeout(setup("scripted"), Ctx()) == 300.0  # type: ignore[arg-type]
     assert model_timeout(setup("scripted"), Ctx(**{"model.timeout": "7"})) == 7.0  # type: ignore[arg-type]
     assert model_timeout(setup("openai", timeout=3), Ctx()) == 3.0  # type: ignore[arg-type]
+
+
+def test_await_within_arms_no_timer_for_a_call_that_does_not_wait():
+    from flink_agents.api.timeouts import await_within
+
+    async def quick() -> int:
+        return 7
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        assert await await_within(quick(), 5, _expired) == 7
+        assert not loop._scheduled  # type: ignore[attr-defined]  # no timer was made
+
+    asyncio.run(main())
+
+
+def test_await_within_counts_the_first_steps_time():
+    from flink_agents.api.timeouts import await_within
+
+    async def busy_then_waits() -> None:
+        time.sleep(0.2)  # past the deadline before the first wait
+        await asyncio.sleep(30)
+
+    async def main() -> None:
+        started = time.monotonic()
+        with pytest.raises(CallTimeoutError):
+            await await_within(busy_then_waits(), 0.1, _expired)
+        assert time.monotonic() - started < 20  # the timer was due at once, not 0.1 s later
+
+    asyncio.run(main())

@@ -10,7 +10,9 @@ only those of a suite.
 Suites (comma separated):
 
 - ``fast``: ``pytest -m "not flink"`` (everything without a Flink job);
-- ``thread``: ``pytest -m flink`` in thread mode (``make test-flink-thread``);
+- ``thread``: ``pytest -m flink`` in thread mode (``make test-flink-thread``); ``thread:K/N``
+  runs the K-th of N parts of it (the test files that use the flink marker, sorted, every
+  N-th from the K-th): CI runs one part per commit so that consecutive commits cover it all;
 - ``process``: ``pytest tests/flink -m flink`` in process mode (``make test-flink-process``);
 - ``smoke``: :data:`SMOKE`, in both modes: a job per mode with memory and every fast path
   engaged, a durable call and a restore after an injected failure, the version checks, and
@@ -167,6 +169,26 @@ def check_bridge(python: Path, wheel: Path, version: str) -> bool:
     return True
 
 
+def flink_test_files() -> list[str]:
+    """The test files that use the ``flink`` marker, sorted (repository-relative)."""
+    files = []
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        if "mark.flink" in path.read_text(encoding="utf-8"):
+            files.append(path.relative_to(REPO).as_posix())
+    return files
+
+
+def thread_part(spec: str) -> list[str]:
+    """The files of part ``K/N`` of the thread suite (every N-th file from the K-th)."""
+    match = re.fullmatch(r"(\d+)/(\d+)", spec)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise SystemExit(f"[versions] thread:{spec}: expected thread:K/N with 1 <= K <= N")
+    k, n = int(match[1]), int(match[2])
+    left_out = (*NEEDS_EXTRAS, *OWN_VENVS)
+    files = [f for f in flink_test_files() if not f.startswith(left_out)]
+    return files[k - 1 :: n]
+
+
 def pytest_runs(suite: str) -> list[tuple[str, list[str]]]:
     """``(mode, pytest arguments)`` of a suite."""
     ignore = [f"--ignore={t}" for t in (*NEEDS_EXTRAS, *OWN_VENVS)]
@@ -174,6 +196,10 @@ def pytest_runs(suite: str) -> list[tuple[str, list[str]]]:
         return [("thread", ["-m", "not flink", *ignore])]
     if suite == "thread":
         return [("thread", ["-m", "flink", *ignore])]
+    if suite.startswith("thread:"):
+        part = thread_part(suite.removeprefix("thread:"))
+        log(f"{suite}: {', '.join(part)}")
+        return [("thread", ["-m", "flink", *part])]
     if suite == "process":
         return [("process", ["tests/flink", "-m", "flink"])]
     if suite == "smoke":

@@ -24,8 +24,7 @@ REGISTERED = {
     },
     2: {
         "fa-memory": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
-        "fa-memory-v2": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),
-        "fa-memory-paths": ("value", "PickledByteArrayTypeInfo"),
+        "fa-memory-v2": ("value", "PickledByteArrayTypeInfo"),
         "fa-memory-touched": ("value", "Double"),
         "fa-pending": ("list", "ListTypeInfo<PickledByteArrayTypeInfo>"),
         "fa-durable": ("map", "MapTypeInfo<String, PickledByteArrayTypeInfo>"),

@@ -67,6 +67,7 @@ def _new_id() -> UUID:
 
 
 _new_object = object.__new__
+_set_attribute = object.__setattr__
 _set_uuid_int = UUID.__dict__["int"].__set__
 _set_uuid_safe = UUID.__dict__["is_safe"].__set__
 _random_bits = _RANDOM.getrandbits
@@ -398,6 +399,22 @@ class Event(BaseModel):
         self.__pydantic_extra__[name] = value  # type: ignore[index]
 
     @classmethod
+    def _trusted(cls: builtins.type[_E], fields: dict[str, Any]) -> _E:
+        """An event of this class made from field values the framework itself made and
+        knows to be valid, skipping the validator (the runtime's own events on the hot
+        path: the input event, the chat action's response). Equal to what the constructor
+        makes from the same values; ``fields`` holds every declared field but ``id`` and
+        ``type`` (in declaration order) and nothing else. User-built events always go
+        through the constructor and its checks.
+        """
+        event = _new_object(cls)
+        _set_attribute(event, "__dict__", {"id": _new_id(), "type": cls.EVENT_TYPE, **fields})
+        _set_attribute(event, "__pydantic_fields_set__", set(fields))
+        _set_attribute(event, "__pydantic_extra__", {})
+        _set_attribute(event, "__pydantic_private__", None)
+        return event
+
+    @classmethod
     def from_event(cls: builtins.type[_E], event: Event) -> _E:
         """``event`` as this class: itself if it already is one, else a new instance made
         from its attributes with the same ``id`` (for an action that listens by type
@@ -578,6 +595,20 @@ class InputEvent(Event):
 
     EVENT_TYPE: ClassVar[str] = "_input_event"
     input: Any
+
+    @classmethod
+    def of_record(cls, record: Any) -> InputEvent:
+        """The input event of ``record`` as the constructor makes it (``input`` is typed
+        ``Any``: the JSON check is the only one), without the validator's cost: the
+        runtime makes one per run.
+
+        Raises:
+            EventAttributeError: ``record`` cannot be written as JSON.
+        """
+        event = cls._trusted({"input": record})
+        if type(record) not in _SCALARS and _json_problem(record):
+            _check_attribute(event, "input", record)  # raises, naming the problem
+        return event
 
 
 class OutputEvent(Event):

@@ -25,9 +25,9 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
-from flink_agents.integrations._common import HttpJsonClient, Stopwatch, snippet, usage
-from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
+from flink_agents.integrations._common import HttpJsonClient, snippet, usage
 from flink_agents.integrations._throttling import ollama_is_throttling
+from flink_agents.integrations.chat_models._calls import ChatCall, RetriedChat
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     call_arguments,
@@ -85,7 +85,7 @@ def ollama_usage(data: Any) -> tuple[Any, Any] | None:
     return data.get("prompt_eval_count"), data.get("eval_count")
 
 
-class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
+class OllamaChatModelConnection(RetriedChat, BaseChatModelConnection, HttpJsonClient):
     """Client of an Ollama server.
 
     Attributes:
@@ -146,9 +146,7 @@ class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
             request["options"] = options
         return request, model, extract
 
-    def _parse(
-        self, data: Any, model: str, extract: bool, watch: Stopwatch, attempts: int
-    ) -> ChatMessage:
+    def _parse(self, data: Any, model: str, extract: bool) -> ChatMessage:
         message = data.get("message") if isinstance(data, dict) else None
         if not isinstance(message, dict):
             raise ModelCallError(
@@ -173,52 +171,21 @@ class OllamaChatModelConnection(BaseChatModelConnection, HttpJsonClient):
                 "finish_reason": data.get("done_reason"),
                 "usage": usage(data.get("prompt_eval_count"), data.get("eval_count")),
                 "reasoning": reasoning,
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Ask the model; see :class:`OllamaChatModelSetup` for the options.
-
-        Raises:
-            ModelCallError: the call failed after retries (names provider, model, status).
-        """
+    def _chat_call(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        """A ``POST /api/chat`` call; see :class:`OllamaChatModelSetup` for the options."""
         request, model, extract = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        data, attempts = self.call_with_retries(
-            lambda: self._post("/api/chat", request),
+        return ChatCall(
             model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
+            attempt=lambda: self._post("/api/chat", request),
+            aattempt=lambda: self._apost("/api/chat", request),
             usage_of=ollama_usage,
-            report=report,
+            parse=lambda data: self._parse(data, model, extract),
         )
-        return with_report(self._parse(data, model, extract, watch, attempts), report)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat` (``httpx.AsyncClient``)."""
-        request, model, extract = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        data, attempts = await self.acall_with_retries(
-            self._apost,
-            "/api/chat",
-            request,
-            model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
-            usage_of=ollama_usage,
-            report=report,
-        )
-        return with_report(self._parse(data, model, extract, watch, attempts), report)
 
     def close(self) -> None:
         """Close the HTTP clients."""

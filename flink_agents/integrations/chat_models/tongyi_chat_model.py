@@ -32,9 +32,9 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
-from flink_agents.integrations._common import Stopwatch, snippet, usage
+from flink_agents.integrations._common import snippet, usage
 from flink_agents.integrations._dashscope import DashScopeClient, dashscope_sdk
-from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
+from flink_agents.integrations.chat_models._calls import ChatCall, RetriedChat
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     make_call,
@@ -60,7 +60,7 @@ def to_dashscope_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any
     return out
 
 
-class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
+class TongyiChatModelConnection(RetriedChat, BaseChatModelConnection, DashScopeClient):
     """Client of DashScope's text generation service.
 
     Attributes:
@@ -113,7 +113,7 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
             raise self._transport_failure(exc) from None
         return self._answer(response)
 
-    def _parse(self, response: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
+    def _parse(self, response: Any, model: str) -> ChatMessage:
         output: Any = getattr(response, "output", None)
         try:
             choice = output["choices"][0]
@@ -141,51 +141,20 @@ class TongyiChatModelConnection(BaseChatModelConnection, DashScopeClient):
                 "usage": usage(u.get("input_tokens"), u.get("output_tokens")) if u else None,
                 "reasoning": message.get("reasoning_content") or None,
                 "request_id": getattr(response, "request_id", None),
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Ask the model; see :class:`TongyiChatModelSetup` for the options.
-
-        Raises:
-            ModelCallError: the call failed after retries (names provider, model, status).
-        """
+    def _chat_call(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        """A DashScope generation call; see :class:`TongyiChatModelSetup` for the options."""
         request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        reply, attempts = self.call_with_retries(
-            lambda: self._attempt(request),
+        return ChatCall(
             model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
+            attempt=lambda: self._attempt(request),
             usage_of=_dashscope_usage,
-            report=report,
+            parse=lambda reply: self._parse(reply, model),
         )
-        return with_report(self._parse(reply, model, watch, attempts), report)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat`: the SDK call on a worker thread, the waits for the
-        connection's limits on the event loop."""
-        request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        reply, attempts = await self.acall_in_thread_with_retries(
-            lambda: self._attempt(request),
-            model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
-            usage_of=_dashscope_usage,
-            report=report,
-        )
-        return with_report(self._parse(reply, model, watch, attempts), report)
 
 
 def _dashscope_usage(response: Any) -> tuple[Any, Any] | None:

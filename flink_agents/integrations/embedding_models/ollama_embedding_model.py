@@ -21,13 +21,8 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import HttpJsonClient, snippet
-from flink_agents.integrations._pacing import estimate_text_tokens
+from flink_agents.integrations._pacing import embedding_usage, estimate_text_tokens
 from flink_agents.integrations._throttling import ollama_is_throttling
-
-
-def _usage(data: Any) -> tuple[Any, Any] | None:
-    count = data.get("prompt_eval_count") if isinstance(data, dict) else None
-    return (count, 0) if count is not None else None
 
 
 class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClient):
@@ -79,6 +74,16 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
             return None
         return EmbeddingTokenUsage(tokens, tokens)
 
+    @classmethod
+    def _with_usage(cls, data: Any) -> tuple[Any, EmbeddingTokenUsage | None]:
+        """A reply and its usage, read once for the governor and the result."""
+        return data, cls._usage(data)
+
+    async def _apost_with_usage(
+        self, path: str, request: dict[str, Any]
+    ) -> tuple[Any, EmbeddingTokenUsage | None]:
+        return self._with_usage(await self._apost(path, request))
+
     def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """One vector per text.
 
@@ -96,28 +101,28 @@ class OllamaEmbeddingModelConnection(BaseEmbeddingModelConnection, HttpJsonClien
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        data, _ = self.call_with_retries(
-            lambda: self._post("/api/embed", request),
+        (data, usage), _ = self.call_with_retries(
+            lambda: self._with_usage(self._post("/api/embed", request)),
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_usage,
+            usage_of=embedding_usage,
         )
-        return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
+        return EmbeddingResult(self._vectors(data, len(texts), model), usage)
 
     async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Asynchronous :meth:`embed_with_usage`."""
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        data, _ = await self.acall_with_retries(
-            self._apost,
+        (data, usage), _ = await self.acall_with_retries(
+            self._apost_with_usage,
             "/api/embed",
             request,
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_usage,
+            usage_of=embedding_usage,
         )
-        return EmbeddingResult(self._vectors(data, len(texts), model), self._usage(data))
+        return EmbeddingResult(self._vectors(data, len(texts), model), usage)
 
     def close(self) -> None:
         """Close the HTTP clients."""

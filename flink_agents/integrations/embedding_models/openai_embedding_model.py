@@ -24,12 +24,16 @@ from flink_agents.api.embedding_models.embedding_model import (
 )
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._openai import OpenAIClient
-from flink_agents.integrations._pacing import estimate_text_tokens
+from flink_agents.integrations._pacing import embedding_usage, estimate_text_tokens
 
 
-def _usage(reply: Any) -> tuple[Any, Any] | None:
+def _usage(reply: Any) -> EmbeddingTokenUsage | None:
+    """The tokens a reply reports (``usage.prompt_tokens``; None: not reported)."""
     u = getattr(reply, "usage", None)
-    return (getattr(u, "prompt_tokens", None), 0) if u is not None else None
+    if u is None or getattr(u, "prompt_tokens", None) is None:
+        return None
+    prompt = int(u.prompt_tokens)
+    return EmbeddingTokenUsage(prompt, int(getattr(u, "total_tokens", None) or prompt))
 
 
 class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient):
@@ -60,7 +64,9 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
     #: Embeddings generate no tokens: the token pacing counts the input only.
     COMPLETION_GUESS = 0
 
-    def _vectors(self, reply: Any, count: int, model: str) -> EmbeddingResult:
+    def _vectors(
+        self, reply: Any, usage: EmbeddingTokenUsage | None, count: int, model: str
+    ) -> EmbeddingResult:
         data = sorted(getattr(reply, "data", None) or [], key=lambda d: d.index)
         if len(data) != count:
             raise ModelCallError(
@@ -68,24 +74,22 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
                 provider=self.PROVIDER,
                 model=model,
             )
-        u = getattr(reply, "usage", None)
-        tokens = None
-        if u is not None and getattr(u, "prompt_tokens", None) is not None:
-            prompt = int(u.prompt_tokens)
-            tokens = EmbeddingTokenUsage(prompt, int(getattr(u, "total_tokens", None) or prompt))
-        return EmbeddingResult([list(map(float, d.embedding)) for d in data], tokens)
+        return EmbeddingResult([list(map(float, d.embedding)) for d in data], usage)
 
-    def _attempt(self, request: dict[str, Any]) -> Any:
+    def _attempt(self, request: dict[str, Any]) -> tuple[Any, EmbeddingTokenUsage | None]:
+        """The reply and its usage (read once, for the governor and the result)."""
         try:
-            return self.client.embeddings.create(**request)
+            reply = self.client.embeddings.create(**request)
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
+        return reply, _usage(reply)
 
-    async def _aattempt(self, request: dict[str, Any]) -> Any:
+    async def _aattempt(self, request: dict[str, Any]) -> tuple[Any, EmbeddingTokenUsage | None]:
         try:
-            return await self.aclient.embeddings.create(**request)
+            reply = await self.aclient.embeddings.create(**request)
         except (openai.OpenAIError, ValueError) as exc:
             raise self._failure(exc) from None
+        return reply, _usage(reply)
 
     def embed(self, texts: Sequence[str], **kwargs: Any) -> list[list[float]]:
         """One vector per text.
@@ -104,27 +108,27 @@ class OpenAIEmbeddingModelConnection(BaseEmbeddingModelConnection, OpenAIClient)
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        reply, _ = self.call_with_retries(
+        (reply, usage), _ = self.call_with_retries(
             lambda: self._attempt(request),
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_usage,
+            usage_of=embedding_usage,
         )
-        return self._vectors(reply, len(texts), model)
+        return self._vectors(reply, usage, len(texts), model)
 
     async def aembed_with_usage(self, texts: Sequence[str], **kwargs: Any) -> EmbeddingResult:
         """Asynchronous :meth:`embed_with_usage`."""
         if not texts:
             return EmbeddingResult([])
         request, model = self._request(texts, kwargs)
-        reply, _ = await self.acall_with_retries(
+        (reply, usage), _ = await self.acall_with_retries(
             self._aattempt,
             request,
             model=model,
             tokens=estimate_text_tokens(texts),
-            usage_of=_usage,
+            usage_of=embedding_usage,
         )
-        return self._vectors(reply, len(texts), model)
+        return self._vectors(reply, usage, len(texts), model)
 
     def close(self) -> None:
         """Close the HTTP clients."""

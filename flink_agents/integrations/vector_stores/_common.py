@@ -16,12 +16,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from pydantic import Field, PrivateAttr
 
-from flink_agents.api.vector_stores._filters import Node, matches, parse_filter
+from flink_agents.api.vector_stores._filters import (
+    Condition,
+    Junction,
+    Node,
+    matches,
+    parse_filter,
+)
 from flink_agents.api.vector_stores.vector_store import (
     CollectionManageableVectorStore,
     Document,
@@ -31,6 +37,7 @@ from flink_agents.errors import VectorStoreError
 #: Text embedded to learn an embedding model's vector size.
 PROBE_TEXT = "dimension probe"
 _NAMESPACE = uuid.UUID("6f1e3f9a-6c3a-4b8e-9a53-3b7f3d1e2a10")
+_T = TypeVar("_T")
 
 
 def point_id(doc_id: str) -> str:
@@ -65,6 +72,47 @@ def in_order(docs: list[Document], wanted: list[str]) -> list[Document]:
 def where_of(filters: dict[str, Any] | None, kwargs: dict[str, Any]) -> Node | None:
     """The parsed filter of a call (``filters`` AND ``where=``)."""
     return parse_filter(filters, kwargs.get("where"))
+
+
+def render_filter(
+    node: Node | None,
+    leaf: Callable[[Condition], _T],
+    junction: Callable[[str, list[_T]], _T],
+) -> _T | None:
+    """A filter in a database's own syntax (None for no filter).
+
+    The walk is the same for every store; each store says how one condition looks
+    (``leaf``) and how the rendered parts of an ``$and`` / ``$or`` join (``junction(op,
+    parts)``). Parts are rendered left to right, depth first (stores that collect query
+    parameters while rendering rely on that order).
+
+    Args:
+        node: the parsed filter (:func:`where_of`), or None.
+        leaf: renders one ``field <op> value`` condition.
+        junction: joins the rendered parts of ``"$and"`` or ``"$or"``.
+
+    Returns:
+        The rendered filter, or None when ``node`` is None.
+    """
+    if node is None:
+        return None
+
+    def walk(part: Node) -> _T:
+        if isinstance(part, Junction):
+            return junction(part.op, [walk(p) for p in part.parts])
+        return leaf(part)
+
+    return walk(node)
+
+
+def to_document(doc_id: Any, fields: dict[str, Any], score: float | None = None) -> Document:
+    """A stored record (``content`` and ``metadata`` in ``fields``) as a :class:`Document`."""
+    return Document(
+        id=str(doc_id),
+        content=str(fields.get("content", "")),
+        metadata=dict(fields.get("metadata") or {}),
+        score=score,
+    )
 
 
 def kept(docs: list[Document], where: Node | None) -> list[Document]:

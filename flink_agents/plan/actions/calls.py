@@ -95,7 +95,7 @@ async def call_model_offering(
             options = {**(options or {}), "prompt_args": prompt_args}
         # Without interceptors the offer is the setup's tools, fixed by the plan: the reply
         # needs not carry it (the chat action asks the setup when the model calls tools).
-        achat = bounded(setup.achat, timeout, "chat model", model)  # type: ignore[attr-defined]
+        achat = _bounded_achat(setup, timeout, model)
         if guard is not None:
             achat = guard.cached(achat, setup, messages, options or {})
         reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
@@ -218,6 +218,31 @@ def call_timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None
     """The resource's own ``timeout``, else the option's value (None: no timeout)."""
     own = getattr(resource, "timeout", None)
     return own if own is not None else ctx.config.get(option)
+
+
+def _bounded_achat(setup: Any, timeout: float | None, model: str) -> Any:
+    """``setup.achat`` bounded by ``timeout``, made once per setup, deadline and name (a
+    wrapper per call was measurable on the hot path; it holds no state of a call)."""
+    method = type(setup).achat  # a class patched meanwhile gets a new wrapper
+    cached = _BOUNDED_ACHAT.get(id(setup))
+    if (
+        cached is not None
+        and cached[0] is setup
+        and cached[1] is method
+        and cached[2] == timeout
+        and cached[3] == model
+    ):
+        return cached[4]
+    achat = bounded(setup.achat, timeout, "chat model", model)
+    if len(_BOUNDED_ACHAT) >= 256:
+        _BOUNDED_ACHAT.clear()  # setups live as long as their runner's resources
+    _BOUNDED_ACHAT[id(setup)] = (setup, method, timeout, model, achat)
+    return achat
+
+
+#: The bounded ``achat`` of a setup, by setup (kept with it, so that its id is not reused
+#: meanwhile): ``(setup, its class's achat, timeout, model name, wrapper)``.
+_BOUNDED_ACHAT: dict[int, tuple[Any, Any, float | None, str, Any]] = {}
 
 
 def model_timeout(setup: Any, ctx: RunnerContext) -> float | None:

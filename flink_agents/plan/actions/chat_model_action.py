@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from uuid import UUID
 
 from flink_agents.api.chat_history import (
     ChatHistory,
@@ -70,7 +71,15 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
         response = response.model_copy(
             update={"extra_args": {**response.extra_args, **_trace(messages)}}
         )
-    ctx.send_event(ChatResponseEvent(request_id=state["request_id"], response=response))
+    ctx.send_event(_response_event(state["request_id"], response))
+
+
+def _response_event(request_id: Any, response: ChatMessage) -> ChatResponseEvent:
+    """The final answer's event; without the validator when its values are the typed ones
+    the action holds (the request's id, the model's message: most requests)."""
+    if type(request_id) is UUID and type(response) is ChatMessage:
+        return ChatResponseEvent._trusted({"request_id": request_id, "response": response})
+    return ChatResponseEvent(request_id=request_id, response=response)
 
 
 def _request_state(event: ChatRequestEvent, ctx: RunnerContext) -> dict[str, Any]:

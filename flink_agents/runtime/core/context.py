@@ -29,6 +29,7 @@ from flink_agents.api.memory.long_term_memory import BaseLongTermMemory
 from flink_agents.api.memory_object import MemoryObject
 from flink_agents.api.resource import Resource, ResourceType
 from flink_agents.api.runner_context import RunnerContext
+from flink_agents.api.timeouts import BOUNDED_CODE
 from flink_agents.plan.agent_plan import ActionPlan, AgentPlan
 from flink_agents.runtime.core.records import (
     APPROVAL_DECISION,
@@ -118,6 +119,10 @@ def _call_info(func: Callable[..., Any]) -> tuple[str, bool]:
         return _signature(raw), inspect.iscoroutinefunction(raw)
     info = _CALL_INFO.get(code)
     if info is None:
+        if code is BOUNDED_CODE:
+            # A call bounded by a deadline (api/timeouts.bounded): a coroutine function
+            # named after the function it wraps, whose own information is cached.
+            return _call_info(raw.__wrapped__)[0], True  # type: ignore[union-attr]
         info = (_signature(raw), inspect.iscoroutinefunction(raw))
         # A wrapper (functools.wraps) shares its code with every function it wraps (e.g. a
         # call bounded by a timeout): named after the wrapped one each time, never cached.

@@ -389,7 +389,7 @@ class AgentRunner:
     async def _run_events(self, run: _Run, value: Any, steps: RunObserver | None) -> None:
         """Send the input through the actions until no event is left."""
         try:
-            first = InputEvent(input=value)
+            first = InputEvent.of_record(value)
         except (EventAttributeError, RecursionError) as exc:
             self.counts.rejected += 1
             raise InputRecordError(

@@ -2,9 +2,11 @@
 
 The thread-mode operator ``AgentKeyedProcessOperator``, in its Python interpreter right
 after the function's ``open()``: reads :data:`CONTRACT_VERSION`, calls
-:func:`claim_barrier_hook` (its own version) and :func:`lean_operation`; then
-``BarrierHook.before_barrier`` before each checkpoint barrier and the stand-in's
-``batch_settings``, ``process_batch`` and ``process_element_list``. The process-mode operator
+:func:`claim_barrier_hook` (its own version), :func:`lean_operation` and after a restore
+``BarrierHook.restore_job_budget``; then ``BarrierHook.before_barrier`` before each
+checkpoint barrier, ``BarrierHook.job_budget_state`` in each snapshot and the stand-in's
+``batch_settings``, ``admit_batches``, ``wait_for_room``, ``process_batch`` and
+``process_element_list``. The process-mode operator
 ``AgentExternalKeyedProcessOperator`` hands the function a timer at :data:`BARRIER_TIMER`.
 Both sides check the contract version; see docs/ARCHITECTURE.md.
 """
@@ -28,7 +30,7 @@ log = logging.getLogger("flink_agents.runtime.flink")
 #: ``org.flinkagents.flink.Contract.VERSION`` of the bridge jar. Change both whenever a
 #: name, an argument or a return value below (or :data:`BARRIER_TIMER`, or the packed output
 #: format of ``output.pack_output``) changes.
-CONTRACT_VERSION = "2"
+CONTRACT_VERSION = "3"
 
 #: Time of the timer that the process-mode operator hands the function right before each
 #: checkpoint barrier (Long.MIN_VALUE; ``AgentExternalKeyedProcessOperator.BARRIER_TIMER``).
@@ -69,6 +71,23 @@ class BarrierHook:
         """Save the function's durable records (see ``AgentProcessFunction.before_barrier``)."""
         if self.function is not None:
             self.function.before_barrier(checkpoint_id)
+
+    def _governance(self) -> Any:
+        slot = self.function.slot if self.function is not None else None
+        return slot.runner.governance if slot is not None else None
+
+    def job_budget_state(self, subtask: int, parallelism: int) -> str | None:
+        """This subtask's count of the job's hourly budget for the operator's state (in its
+        ``snapshotState``); None: no job budget (``ModelGovernance.job_snapshot``)."""
+        governance = self._governance()
+        return governance.job_snapshot(subtask, parallelism) if governance is not None else None
+
+    def restore_job_budget(self, entries: Any, subtask: int, parallelism: int) -> None:
+        """The counts the operator's state held after a restore, every old subtask's
+        (``ModelGovernance.restore_job``); called right after the function's ``open()``."""
+        governance = self._governance()
+        if governance is not None:
+            governance.restore_job([str(e) for e in entries], subtask, parallelism)
 
 
 def claim_barrier_hook(contract_version: str) -> BarrierHook:
@@ -132,6 +151,22 @@ class _LeanOperation:
             LEAN_OPERATION, True, "one call into Python per input, no Row, no generator layers"
         )
         return list(self._function.batch_settings())
+
+    def admit_batches(self) -> bool:
+        """The operator (batching) waits for :meth:`wait_for_room` before each batch it
+        starts, with its mailbox running meanwhile; the batch's inputs then never wait on
+        the task thread (``SlotRuntime.admit_batches``). Returns True."""
+        slot = self._function.slot
+        assert slot is not None
+        slot.admit_batches()
+        return True
+
+    def wait_for_room(self, timeout_ms: int) -> bool:
+        """Whether the slot has a free in-flight place, waiting up to ``timeout_ms`` for one
+        (the operator runs its mailbox between two such waits)."""
+        slot = self._function.slot
+        assert slot is not None
+        return slot.wait_for_room(timeout_ms / 1000.0)
 
     def process_batch(self, batch: Any) -> list[Any]:
         """The outputs of a batch of inputs (``AgentProcessFunction.process_batch``)."""

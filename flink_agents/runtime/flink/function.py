@@ -14,6 +14,7 @@ docs/ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -378,9 +379,14 @@ class AgentProcessFunction(KeyedProcessFunction):
             if restored:
                 # Inputs left from before a restore: they go first, in their order.
                 work = self._resume(key, restored, ctx)
+            elif not slot.try_acquire():
+                # No free place, and the operator admits whole batches: the input queues
+                # for one in the slot (below, as a key's later input does), its key's work
+                # is kept like a running key's.
+                work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
+                self._keep(work)
             else:
                 # A key without work: its input takes a place and starts the key's chain.
-                slot.acquire()
                 work = KeyWork(
                     key, state.load_memory(), persist_memory=not self._keyless, first=item
                 )
@@ -391,15 +397,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                     # approval: _pause keeps it).
                     yield from self._commit(work, work.seq.collect(), ctx)
                     return
-                state.use_key()
-                self._active[key] = work
-                if ts is None:
-                    item.ts = timestamp_code(ctx.timestamp())  # before a timer can emit
-                if self.barrier_hook:
-                    # For before_barrier. Only here and in _resume: not per record.
-                    work.state_key = state.current_key()
-                state.add_pending(item)
-                work.stored = True
+                self._keep_first(work, item, ctx)
                 self._arm(work, ctx)
                 return
         item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
@@ -411,12 +409,38 @@ class AgentProcessFunction(KeyedProcessFunction):
         if arrival is not Arrival.HOLD:
             self._arm(work, ctx)  # a held input waits for its run's response or deadline
 
+    def _keep(self, work: KeyWork) -> None:
+        """Keep ``work`` as its key's work until the key goes idle; its inputs are (or go
+        now) in keyed state. The backend's key object is noted for before_barrier (here,
+        once per key's work: not per record)."""
+        self._active[work.key] = work
+        if self.barrier_hook:
+            assert self.state is not None
+            work.state_key = self.state.current_key()
+        work.stored = True
+
+    def _keep_first(self, work: KeyWork, item: Item, ctx: Any) -> None:
+        """Keep the work of a key whose first input, ``item``, started in the synchronous
+        path, with ``item`` in keyed state (its timestamp taken now if it came without one:
+        before a timer can emit)."""
+        assert self.state is not None
+        if item.ts == KEEP_TIMESTAMP:
+            item.ts = timestamp_code(ctx.timestamp())
+        self.state.add_pending(item)
+        self._keep(work)
+
     def _place(self, work: KeyWork) -> None:
         """Take an in-flight place for the key's next input waiting for one (blocking while
-        the slot is full: the backpressure) and do what the key's protocol says."""
+        the slot is full: the backpressure; or queued in the slot when the operator admits
+        whole batches) and do what the key's protocol says once it has it."""
         slot = self.slot
         assert slot is not None
-        slot.acquire()
+        slot.admit(functools.partial(self._placed, work))
+
+    def _placed(self, work: KeyWork) -> None:
+        """The key's next input waiting for a place has one (any thread)."""
+        slot = self.slot
+        assert slot is not None
         with work.lock:
             placement = work.seq.placed()
             action = placement.action
@@ -438,7 +462,6 @@ class AgentProcessFunction(KeyedProcessFunction):
         assert slot is not None and state is not None
         durable = state.load_durable()
         work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
-        work.stored = True
         work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
         for item_id, calls in durable.items():
             work.live[item_id] = dict(calls)
@@ -448,9 +471,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             # request and does not pause again.
             state.clear_request()
         log.info("resuming %d pending input(s) of key %r after a restore", len(items), key)
-        self._active[key] = work
-        if self.barrier_hook:
-            work.state_key = state.current_key()
+        self._keep(work)
         # Restored inputs were accepted before the restore: they take in-flight places too,
         # one after another (the first starts the chain, which frees places as it goes).
         for _ in range(restored.places):
@@ -648,12 +669,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         state.use_key()
         if self._active.get(work.key) is not work:
             # Paused in the synchronous path: nothing of the key is in keyed state yet.
-            self._active[work.key] = work
-            item.ts = timestamp_code(ctx.timestamp()) if item.ts == KEEP_TIMESTAMP else item.ts
-            if self.barrier_hook:
-                work.state_key = state.current_key()
-            state.add_pending(item)
-            work.stored = True
+            self._keep_first(work, item, ctx)
         # The request's record and the calls before the pause go to keyed state now: a
         # checkpoint must hold them with the pending input.
         state.save_durable(work, work.unpersisted())

@@ -207,6 +207,14 @@ class SlotRuntime:
         self._waiting = 0
         self._in_flight = 0
         self._running_chains = 0
+        #: Whether the operator admits whole batches (:meth:`admit_batches`): an input then
+        #: never waits on the operator thread; without a free place it queues here.
+        self.admits_batches = False
+        #: Grants of inputs accepted without a free place, first first (admits_batches):
+        #: waiters of the gate, like the threads blocked in acquire(), not a queue of
+        #: inputs; a grant asks the key's protocol which input gets the place (placed()).
+        #: A list: at most about a batch long.
+        self._queued: list[Callable[[], None]] = []
         self._close_requested = False
         self._closed = False
         self._cancelled = False
@@ -279,12 +287,99 @@ class SlotRuntime:
                 self._waiting -= 1
             self._in_flight += 1
 
-    def _release(self, seconds: float) -> None:
+    def admit_batches(self) -> None:
+        """From now on the operator waits for a free place (:meth:`wait_for_room`) before it
+        hands over a batch of inputs, letting its mailbox run meanwhile (timers, checkpoint
+        barriers), and the batch's inputs never wait on the operator thread: an input
+        without a free place queues in the slot and starts when one frees.
+
+        The backpressure stays (the operator takes no input while the slot is full) and so
+        does the bound: at most ``max-in-flight`` inputs run, at most one batch more waits
+        queued here. Without it a batch waited on the operator thread until every input had
+        a place, and a checkpoint barrier behind it waited too (a batch's worth of calls at
+        a rate limit's pace).
+        """
+        self.admits_batches = True
+
+    def _room(self) -> bool:
+        """Whether a new input may take a place now (under the lock): one is free and no
+        queued input waits for it first."""
+        return self._in_flight < self.max_in_flight and not self._queued
+
+    def wait_for_room(self, timeout: float) -> bool:
+        """Whether a place is free for a new input (nothing queued), waiting up to
+        ``timeout`` seconds for one. A cancelled task raises :class:`TaskCancelledError`."""
         with self._lock:
-            self._in_flight -= 1
-            self.run_seconds = 0.8 * self.run_seconds + 0.2 * seconds
+            if self._room():
+                return True
+            if timeout > 0:
+                self._waiting += 1
+                try:
+                    self._cond.wait(timeout)
+                finally:
+                    self._waiting -= 1
+            room = self._room()
+        if not room:
+            self.check_cancelled("a free in-flight place (max-in-flight)")
+        return room
+
+    def try_acquire(self) -> bool:
+        """Take a place for a new input without queueing: True when taken (waiting for one
+        unless the operator admits batches), False when none is free (batches only: then
+        :meth:`admit` queues the input)."""
+        if not self.admits_batches:
+            self.acquire()
+            return True
+        with self._lock:
+            if self._room():
+                self._in_flight += 1
+                return True
+        return False
+
+    def admit(self, grant: Callable[[], None]) -> None:
+        """Take a place for an input and call ``grant`` once it has it: at once (after
+        waiting for a place on the operator thread, unless the operator admits batches), or
+        later on the loop thread when a run gives its place back (the input queued, first
+        come first served)."""
+        if not self.admits_batches:
+            self.acquire()
+            grant()
+            return
+        with self._lock:
+            if not self._room():
+                self._queued.append(grant)
+                return
+            self._in_flight += 1
+        grant()
+
+    def _give_back(self, count: int) -> None:
+        """``count`` places are free: queued inputs take them (their grants run on the loop,
+        never under the caller's locks)."""
+        grants: list[Callable[[], None]] = []
+        with self._lock:
+            self._in_flight -= count
+            while self._queued and self._in_flight < self.max_in_flight:
+                self._in_flight += 1
+                grants.append(self._queued.pop(0))
             if self._waiting:
                 self._cond.notify_all()
+        for grant in grants:
+            try:
+                self.loop.call_soon_threadsafe(self._grant, grant)
+            except RuntimeError:  # the loop is closed: the slot has shut down
+                return
+
+    def _grant(self, grant: Callable[[], None]) -> None:
+        if self._closed or self._cancelled:
+            return
+        try:
+            grant()
+        except Exception:  # the loop goes on (a slot closing meanwhile refuses chains)
+            log.exception("starting a queued input failed")
+
+    def _release(self, seconds: float) -> None:
+        self.run_seconds = 0.8 * self.run_seconds + 0.2 * seconds
+        self._give_back(1)
 
     def take_places(self, count: int) -> None:
         """Take ``count`` places without waiting, even past ``max-in-flight``: for inputs
@@ -295,15 +390,12 @@ class SlotRuntime:
 
     def release_unstarted(self, count: int) -> None:
         """Give back the places of ``count`` accepted inputs that will not run."""
-        with self._lock:
-            self._in_flight -= count
-            if self._waiting:
-                self._cond.notify_all()
+        self._give_back(count)
 
     def pending_inputs(self) -> int:
         """Inputs accepted and not started yet (queued behind their key's runs)."""
         runs = self.runner.agent_metrics.in_flight if self.runner.agent_metrics else 0
-        return max(0, self._in_flight - runs)
+        return max(0, self._in_flight - runs) + len(self._queued)
 
     # -- chains ------------------------------------------------------------------------------
     def start(self, work: KeyWork) -> None:

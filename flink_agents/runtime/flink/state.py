@@ -27,7 +27,6 @@ log = logging.getLogger("flink_agents.runtime.flink")
 
 #: Names of the keyed states.
 MEMORY = "fa-memory-v2"
-MEMORY_PATHS = "fa-memory-paths"
 MEMORY_TOUCHED = "fa-memory-touched"
 PENDING = "fa-pending"
 DURABLE = "fa-durable"
@@ -46,11 +45,12 @@ MEMORY_V1 = "fa-memory"
 #: A new state with a new name needs no new version. ``tests/versions/test_state_layout.py``
 #: pins the layout of this version, so a change that forgets the version fails there.
 #:
-#: Version 2 (layout 1's memory map was iterated per run: a RocksDB iterator seek per run,
-#: whose cost grew with the state) keeps the key's memory paths in a value of their own,
-#: :data:`MEMORY_PATHS`, so that a run reads its key's memory with point lookups (the paths,
-#: then each path's value) and writes only the paths it changed (the paths value only when
-#: the set of paths changed).
+#: Version 2: layout 1 kept a key's memory in a MapState of paths, read by iterating it on
+#: every run (on RocksDB an iterator seek per run, whose cost grew with the state; point
+#: lookups of the paths through PyFlink's MapState measured as slow: docs/benchmarks.md,
+#: state at scale). Version 2 keeps the key's memory as one value, ``{path: value}``: a run
+#: reads it with one point lookup (none while no key has memory) and a run that changed
+#: memory writes it once, as a keyed function holding the same bytes does.
 LAYOUT_VERSION = 2
 
 _LAYOUT_1_COMMON: dict[str, tuple[str, str, str]] = {
@@ -67,8 +67,7 @@ LAYOUTS: dict[int, dict[str, tuple[str, str, str]]] = {
         **_LAYOUT_1_COMMON,
     },
     2: {
-        MEMORY: ("map", "STRING: a flattened memory path", "PICKLED: the path's value"),
-        MEMORY_PATHS: ("value", "", "PICKLED: list of the key's memory paths (the map's keys)"),
+        MEMORY: ("value", "", "PICKLED: dict of the key's memory, flattened path -> value"),
         **_LAYOUT_1_COMMON,
     },
 }
@@ -99,9 +98,8 @@ class KeyedState:
     """The function's keyed state, of the state backend's current key.
 
     Args:
-        memory: ``MapState`` path -> value, the committed short-term memory (flattened),
-            read by point lookups of the paths in ``paths``, never iterated.
-        paths: ``ValueState`` list of the key's memory paths (None: the key has none).
+        memory: ``ValueState`` of the committed short-term memory, ``{path: value}``
+            (flattened; None: the key has none).
         pending: ``ListState`` of the inputs accepted and not committed yet
             (:meth:`Item.to_state` form), in arrival order.
         durable: ``MapState`` ``"<input id>/<call id>"`` -> pickled :class:`DurableRecord`,
@@ -118,15 +116,14 @@ class KeyedState:
         approval: ``ValueState`` id of the approval request the key's paused run emitted
             (so that the run paused again after a restore does not emit it twice).
         legacy_memory: layout 1's memory ``MapState`` while it may hold entries (a restore
-            from a savepoint of layout 1): a key without ``paths`` is looked up there once,
-            and what it holds is moved to ``memory`` and ``paths``. None: nothing to move.
+            from a savepoint of layout 1): a key without ``memory`` is looked up there once,
+            and what it holds is moved to ``memory``. None: nothing to move.
     """
 
     def __init__(
         self,
         *,
         memory: Any,
-        paths: Any,
         pending: Any,
         durable: Any,
         touched: Any = None,
@@ -140,7 +137,6 @@ class KeyedState:
     ) -> None:
         self.approval = approval
         self.memory = memory
-        self.paths = paths
         self.legacy_memory = legacy_memory
         self.pending = pending
         self.durable = durable
@@ -173,10 +169,7 @@ class KeyedState:
             MapStateDescriptor(MEMORY_V1, Types.STRING(), pickled)
         )
         state = cls(
-            memory=runtime_context.get_map_state(
-                MapStateDescriptor(MEMORY, Types.STRING(), pickled)
-            ),
-            paths=runtime_context.get_state(ValueStateDescriptor(MEMORY_PATHS, pickled)),
+            memory=runtime_context.get_state(ValueStateDescriptor(MEMORY, pickled)),
             pending=runtime_context.get_list_state(ListStateDescriptor(PENDING, pickled)),
             durable=runtime_context.get_map_state(
                 MapStateDescriptor(DURABLE, Types.STRING(), pickled)
@@ -208,8 +201,7 @@ class KeyedState:
             if not keyless and not internals.state_may_hold(state.keys, MEMORY_V1):
                 state.legacy_memory = None
             state.memory_unused = keyless or (
-                state.legacy_memory is None
-                and not internals.state_may_hold(state.keys, MEMORY_PATHS)
+                state.legacy_memory is None and not internals.state_may_hold(state.keys, MEMORY)
             )
         except internals.InternalsChanged as exc:
             state.probe_problem = str(exc)
@@ -221,9 +213,9 @@ class KeyedState:
 
     def count_accesses(self) -> dict[str, int]:
         """Count every call on the keyed states from now on, by ``"<state>.<method>"``
-        (e.g. ``"memory.items"``); the counts, filled as calls are made (tests)."""
+        (e.g. ``"memory.value"``); the counts, filled as calls are made (tests)."""
         counts: dict[str, int] = {}
-        for name in ("memory", "paths", "legacy_memory", "pending", "durable", "touched"):
+        for name in ("memory", "legacy_memory", "pending", "durable", "touched"):
             inner = getattr(self, name)
             if inner is not None:
                 setattr(self, name, _Counted(inner, name, counts))
@@ -247,22 +239,18 @@ class KeyedState:
 
     # -- short-term memory --------------------------------------------------------------------
     def load_memory(self) -> dict[str, Any]:
-        """The key's committed memory (point lookups: its paths, then each path's value);
-        cleared first when its TTL has passed."""
+        """The key's committed memory (one point lookup); cleared first when its TTL has
+        passed. The caller may not change the dict returned."""
         if self.memory_unused:
             return {}
         self.use_key()
-        paths: list[str] | None = self.paths.value()
-        if paths is None:
+        memory: dict[str, Any] | None = self.memory.value()
+        if memory is None:
             return self._migrate() if self.legacy_memory is not None else {}
         if self._expired():
-            remove = self.memory.remove
-            for path in paths:
-                remove(path)
-            self.paths.clear()
+            self.memory.clear()
             return {}
-        get = self.memory.get
-        return {path: get(path) for path in paths}
+        return memory
 
     def _expired(self) -> bool:
         """Whether the key's memory TTL has passed (its time is cleared then)."""
@@ -283,45 +271,25 @@ class KeyedState:
         legacy.clear()
         if self._expired():
             return {}
-        put = self.memory.put
-        for path, value in memory.items():
-            put(path, value)
-        self.paths.update(list(memory))
+        self.memory.update(memory)
         return memory
 
     def commit_memory(self, updates: dict[str, Any], deletes: list[str]) -> None:
-        """Write a run's memory changes: the paths it changed, and the key's paths when
-        their set changed."""
+        """Write a run's memory changes: the key's memory with them, once."""
         self.use_key()
         if updates:
             self.memory_unused = False
-        memory = self.memory
-        for path in deletes:
-            memory.remove(path)
-        for path, value in updates.items():
-            memory.put(path, value)
         # A key of layout 1 was moved when its memory was loaded, before its run.
-        paths = self._changed_paths(self.paths.value() or [], updates, deletes)
-        if paths is not None:
-            if paths:
-                self.paths.update(paths)
-            else:
-                self.paths.clear()
+        memory = dict(self.memory.value() or {})
+        for path in deletes:
+            memory.pop(path, None)
+        memory.update(updates)
+        if memory:
+            self.memory.update(memory)
+        else:
+            self.memory.clear()
         if self.touched is not None:
             self.touched.update(time.time())
-
-    @staticmethod
-    def _changed_paths(
-        known: list[str], updates: dict[str, Any], deletes: list[str]
-    ) -> list[str] | None:
-        """The key's paths after a run's changes (updates and deletes never share a path);
-        None when they are ``known``."""
-        present = set(known)
-        dropped = present.intersection(deletes)
-        new = [path for path in updates if path not in present]
-        if not dropped and not new:
-            return None
-        return [path for path in known if path not in dropped] + new
 
     def touch_memory(self) -> None:
         """Start the key's memory TTL again (a run read it; ``ttl_on_read``)."""

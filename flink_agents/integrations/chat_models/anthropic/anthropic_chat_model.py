@@ -37,13 +37,12 @@ from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._common import (
     HttpJsonClient,
-    Stopwatch,
     secret_value,
     snippet,
     usage,
 )
-from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
 from flink_agents.integrations._throttling import anthropic_is_throttling
+from flink_agents.integrations.chat_models._calls import ChatCall, RetriedChat
 from flink_agents.integrations.chat_models._messages import (
     OUTPUT_TOOL,
     OUTPUT_TOOL_DESCRIPTION,
@@ -129,7 +128,7 @@ def anthropic_usage(data: Any) -> tuple[Any, Any] | None:
     return u.get("input_tokens"), u.get("output_tokens")
 
 
-class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
+class AnthropicChatModelConnection(RetriedChat, BaseChatModelConnection, HttpJsonClient):
     """Client of the Anthropic Messages API (or a server compatible with it).
 
     Attributes:
@@ -225,9 +224,7 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
     def _forced(request: dict[str, Any]) -> bool:
         return any(t.get("name") == OUTPUT_TOOL for t in request.get("tools") or [])
 
-    def _parse(
-        self, data: Any, model: str, watch: Stopwatch, attempts: int, forced: bool = False
-    ) -> ChatMessage:
+    def _parse(self, data: Any, model: str, forced: bool = False) -> ChatMessage:
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise ModelCallError(
@@ -256,54 +253,22 @@ class AnthropicChatModelConnection(BaseChatModelConnection, HttpJsonClient):
                 "finish_reason": data.get("stop_reason"),
                 "usage": usage(u.get("input_tokens"), u.get("output_tokens")) if u else None,
                 "reasoning": "\n".join(thoughts) or None,
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Ask the model; see :class:`AnthropicChatModelSetup` for the options.
-
-        Raises:
-            ModelCallError: the call failed after retries (names provider, model, status).
-        """
+    def _chat_call(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        """A ``POST /v1/messages`` call; see :class:`AnthropicChatModelSetup` for the options."""
         request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        headers = self._extra_headers(request)
-        data, attempts = self.call_with_retries(
-            lambda: self._post("/v1/messages", request, headers),
+        headers, forced = self._extra_headers(request), self._forced(request)
+        return ChatCall(
             model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
+            attempt=lambda: self._post("/v1/messages", request, headers),
+            aattempt=lambda: self._apost("/v1/messages", request, headers),
             usage_of=anthropic_usage,
-            report=report,
+            parse=lambda data: self._parse(data, model, forced),
         )
-        return with_report(self._parse(data, model, watch, attempts, self._forced(request)), report)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat` (``httpx.AsyncClient``)."""
-        request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        data, attempts = await self.acall_with_retries(
-            self._apost,
-            "/v1/messages",
-            request,
-            self._extra_headers(request),
-            model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
-            usage_of=anthropic_usage,
-            report=report,
-        )
-        return with_report(self._parse(data, model, watch, attempts, self._forced(request)), report)
 
     def close(self) -> None:
         """Close the HTTP clients."""

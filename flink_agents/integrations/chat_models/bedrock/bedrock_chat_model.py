@@ -33,8 +33,8 @@ from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, Bas
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
 from flink_agents.integrations._bedrock import BedrockClient
-from flink_agents.integrations._common import Stopwatch, snippet, usage
-from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
+from flink_agents.integrations._common import snippet, usage
+from flink_agents.integrations.chat_models._calls import ChatCall, RetriedChat
 from flink_agents.integrations.chat_models._messages import (
     OUTPUT_TOOL,
     OUTPUT_TOOL_DESCRIPTION,
@@ -102,7 +102,7 @@ def to_tool_spec(name: str, description: str, schema: dict[str, Any]) -> dict[st
     return {"toolSpec": {"name": name, "description": description, "inputSchema": {"json": schema}}}
 
 
-class BedrockChatModelConnection(BaseChatModelConnection, BedrockClient):
+class BedrockChatModelConnection(RetriedChat, BaseChatModelConnection, BedrockClient):
     """Client of Amazon Bedrock's Converse API.
 
     Attributes:
@@ -166,9 +166,7 @@ class BedrockChatModelConnection(BaseChatModelConnection, BedrockClient):
             request["additionalModelRequestFields"] = extra
         return request, str(model), forced
 
-    def _parse(
-        self, reply: Any, model: str, forced: bool, watch: Stopwatch, attempts: int
-    ) -> ChatMessage:
+    def _parse(self, reply: Any, model: str, forced: bool) -> ChatMessage:
         try:
             blocks = reply["output"]["message"]["content"]
             if not isinstance(blocks, list):
@@ -202,51 +200,20 @@ class BedrockChatModelConnection(BaseChatModelConnection, BedrockClient):
                 "finish_reason": reply.get("stopReason"),
                 "usage": usage(u.get("inputTokens"), u.get("outputTokens")) if u else None,
                 "reasoning": "\n".join(thoughts) or None,
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Ask the model (``Converse``); see :class:`BedrockChatModelSetup` for the options.
-
-        Raises:
-            ModelCallError: the call failed after retries (names provider, model, status).
-        """
+    def _chat_call(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        """A ``Converse`` call; see :class:`BedrockChatModelSetup` for the options."""
         request, model, forced = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        reply, attempts = self.call_with_retries(
-            lambda: self._attempt("converse", request),
+        return ChatCall(
             model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
+            attempt=lambda: self._attempt("converse", request),
             usage_of=_converse_usage,
-            report=report,
+            parse=lambda reply: self._parse(reply, model, forced),
         )
-        return with_report(self._parse(reply, model, forced, watch, attempts), report)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat`: the SDK call on a worker thread, the waits for the
-        connection's limits on the event loop."""
-        request, model, forced = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        reply, attempts = await self.acall_in_thread_with_retries(
-            lambda: self._attempt("converse", request),
-            model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
-            usage_of=_converse_usage,
-            report=report,
-        )
-        return with_report(self._parse(reply, model, forced, watch, attempts), report)
 
     def close(self) -> None:
         """Close the client's connection pool."""

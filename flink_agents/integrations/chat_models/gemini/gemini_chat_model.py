@@ -36,9 +36,9 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import ModelCallError
-from flink_agents.integrations._common import Stopwatch, snippet, usage
+from flink_agents.integrations._common import snippet, usage
 from flink_agents.integrations._gemini import GeminiClient, genai_sdk
-from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
+from flink_agents.integrations.chat_models._calls import ChatCall, RetriedChat
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     call_arguments,
@@ -105,7 +105,7 @@ def to_gemini_contents(
     ]
 
 
-class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
+class GeminiChatModelConnection(RetriedChat, BaseChatModelConnection, GeminiClient):
     """Client of Gemini (Gemini API or Vertex AI).
 
     Attributes:
@@ -174,7 +174,7 @@ class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
         except Exception as exc:  # noqa: BLE001 - the SDK's and httpx's errors, classified
             raise self._failure(exc) from None
 
-    def _parse(self, response: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
+    def _parse(self, response: Any, model: str) -> ChatMessage:
         candidates = getattr(response, "candidates", None)
         if not candidates:
             feedback = getattr(response, "prompt_feedback", None)
@@ -210,53 +210,21 @@ class GeminiChatModelConnection(BaseChatModelConnection, GeminiClient):
                 "finish_reason": getattr(finish, "value", finish),
                 "usage": tokens,
                 "reasoning": "\n".join(thoughts) or None,
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Ask the model (``generateContent``); see :class:`GeminiChatModelSetup`.
-
-        Raises:
-            ModelCallError: the call failed after retries (names provider, model, status).
-        """
+    def _chat_call(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        """A ``generateContent`` call; see :class:`GeminiChatModelSetup` for the options."""
         genai_sdk(type(self).__name__)
         request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        reply, attempts = self.call_with_retries(
-            lambda: self._attempt(request),
+        return ChatCall(
             model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
+            attempt=lambda: self._attempt(request),
             usage_of=_gemini_usage,
-            report=report,
+            parse=lambda reply: self._parse(reply, model),
         )
-        return with_report(self._parse(reply, model, watch, attempts), report)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat`: the SDK call on a worker thread, the waits for the
-        connection's limits on the event loop."""
-        genai_sdk(type(self).__name__)
-        request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        reply, attempts = await self.acall_in_thread_with_retries(
-            lambda: self._attempt(request),
-            model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
-            usage_of=_gemini_usage,
-            report=report,
-        )
-        return with_report(self._parse(reply, model, watch, attempts), report)
 
     def close(self) -> None:
         """Forget the SDK clients."""

@@ -34,9 +34,9 @@ from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelConnection, BaseChatModelSetup
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import FlinkAgentsError, ModelCallError
-from flink_agents.integrations._common import Stopwatch, snippet, usage
+from flink_agents.integrations._common import snippet, usage
 from flink_agents.integrations._openai import OpenAIClient
-from flink_agents.integrations._pacing import CallReport, estimate_prompt_tokens, with_report
+from flink_agents.integrations.chat_models._calls import ChatCall, RetriedChat
 from flink_agents.integrations.chat_models._messages import (
     assistant_reply,
     make_call,
@@ -129,7 +129,7 @@ def openai_usage(reply: Any) -> tuple[Any, Any] | None:
     return prompt, getattr(u, "completion_tokens", None)
 
 
-class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
+class OpenAIChatModelConnection(RetriedChat, BaseChatModelConnection, OpenAIClient):
     """Client of the OpenAI Chat Completions API or a server compatible with it.
 
     Attributes:
@@ -245,9 +245,7 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
         """The model name put into the reply's ``extra_args``."""
         return str(getattr(reply, "model", None) or model)
 
-    def _parse_responses(
-        self, response: Any, model: str, watch: Stopwatch, attempts: int
-    ) -> ChatMessage:
+    def _parse_responses(self, response: Any, model: str) -> ChatMessage:
         try:
             text, found, reasoning = _responses.read_output(response)
         except ValueError:
@@ -269,14 +267,12 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
                 "usage": usage(u.input_tokens, u.output_tokens) if u else None,
                 "reasoning": reasoning,
                 "response_id": getattr(response, "id", None),
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def _parse(self, completion: Any, model: str, watch: Stopwatch, attempts: int) -> ChatMessage:
+    def _parse(self, completion: Any, model: str) -> ChatMessage:
         if self.api == "responses":
-            return self._parse_responses(completion, model, watch, attempts)
+            return self._parse_responses(completion, model)
         choices = getattr(completion, "choices", None)
         if not choices:
             raise ModelCallError(
@@ -305,51 +301,23 @@ class OpenAIChatModelConnection(BaseChatModelConnection, OpenAIClient):
                 "reasoning": reasoning,
                 # A provider refusal is kept, also an empty one (as upstream's converter).
                 "refusal": getattr(msg, "refusal", None),
-                "latency_ms": watch.ms,
-                "attempts": attempts,
             },
         )
 
-    def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Ask the model; see :class:`OpenAIChatModelSetup` for the options.
-
-        Raises:
-            ModelCallError: the call failed after retries (names provider, model, status).
+    def _chat_call(
+        self, messages: Sequence[ChatMessage], tools: list[Tool] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        """A Chat Completions or Responses call (``openai.OpenAI`` / ``openai.AsyncOpenAI``);
+        see :class:`OpenAIChatModelSetup` for the options.
         """
         request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        completion, attempts = self.call_with_retries(
-            lambda: self._attempt(request),
+        return ChatCall(
             model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
+            attempt=lambda: self._attempt(request),
+            aattempt=lambda: self._aattempt(request),
             usage_of=openai_usage,
-            report=report,
+            parse=lambda reply: self._parse(reply, model),
         )
-        return with_report(self._parse(completion, model, watch, attempts), report)
-
-    async def achat(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: list[Tool] | None = None,
-        **kwargs: Any,
-    ) -> ChatMessage:
-        """Asynchronous :meth:`chat` (``openai.AsyncOpenAI``)."""
-        request, model = self._request(messages, tools, kwargs)
-        watch, report = Stopwatch(), CallReport()
-        completion, attempts = await self.acall_with_retries(
-            self._aattempt,
-            request,
-            model=model,
-            tokens=estimate_prompt_tokens(messages, tools),
-            usage_of=openai_usage,
-            report=report,
-        )
-        return with_report(self._parse(completion, model, watch, attempts), report)
 
     def close(self) -> None:
         """Close the HTTP clients (``Resource.close`` would otherwise shadow the client's)."""

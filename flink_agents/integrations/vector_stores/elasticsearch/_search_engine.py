@@ -14,20 +14,15 @@ from typing import Any, ClassVar
 
 from pydantic import Field, PrivateAttr, SecretStr
 
-from flink_agents.api.vector_stores._filters import Junction, Node
+from flink_agents.api.vector_stores._filters import Condition, Node
 from flink_agents.api.vector_stores.vector_store import Document
 from flink_agents.errors import VectorStoreError
+from flink_agents.integrations.vector_stores._base import SizedCollectionStore
 from flink_agents.integrations.vector_stores._common import (
-    DatabaseVectorStore,
-    check_query_dimension,
-    check_vectors,
     chunks,
-    in_order,
     kept,
-    missing_collection,
-    new_id,
-    wanted_ids,
-    where_of,
+    render_filter,
+    to_document,
 )
 
 _INDEX = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")
@@ -38,29 +33,33 @@ VECTOR_FIELD = "embedding"
 
 def to_bool_query(node: Node | None) -> dict[str, Any] | None:
     """The filter as an Elasticsearch / OpenSearch query over ``metadata.<field>``."""
-    if node is None:
-        return None
-    if isinstance(node, Junction):
-        parts = [to_bool_query(p) for p in node.parts]
-        if node.op == "$and":
+
+    def junction(op: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        if op == "$and":
             return {"bool": {"filter": parts}}
         return {"bool": {"should": parts, "minimum_should_match": 1}}
-    field = f"metadata.{node.field}"
-    op, value = node.op, node.value
-    if op == "$eq":
-        return {"term": {field: value}}
-    if op == "$ne":
-        return {"bool": {"must_not": [{"term": {field: value}}]}}
-    if op == "$in":
-        return {"terms": {field: list(value)}}
-    if op == "$nin":
-        return {"bool": {"must_not": [{"terms": {field: list(value)}}]}}
-    bound = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}[op]
-    return {"range": {field: {bound: value}}}
+
+    def leaf(cond: Condition) -> dict[str, Any]:
+        field = f"metadata.{cond.field}"
+        op, value = cond.op, cond.value
+        if op == "$eq":
+            return {"term": {field: value}}
+        if op == "$ne":
+            return {"bool": {"must_not": [{"term": {field: value}}]}}
+        if op == "$in":
+            return {"terms": {field: list(value)}}
+        if op == "$nin":
+            return {"bool": {"must_not": [{"terms": {field: list(value)}}]}}
+        bound = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}[op]
+        return {"range": {field: {bound: value}}}
+
+    return render_filter(node, leaf, junction)
 
 
-class SearchEngineVectorStore(DatabaseVectorStore):
+class SearchEngineVectorStore(SizedCollectionStore):
     """The common part of the Elasticsearch and OpenSearch stores.
+
+    ``get`` by filter returns documents in insertion order.
 
     Attributes:
         hosts: the cluster's URLs.
@@ -85,7 +84,6 @@ class SearchEngineVectorStore(DatabaseVectorStore):
 
     _client: Any = PrivateAttr(default=None)
     _client_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _dims: dict[str, int] = PrivateAttr(default_factory=dict)
 
     # what a subclass provides ----------------------------------------------------------------
     ENGINE: ClassVar[str] = "search engine"
@@ -132,7 +130,7 @@ class SearchEngineVectorStore(DatabaseVectorStore):
                     self._client = self._make_client()
         return self._client
 
-    def _where(self) -> str:
+    def _location(self) -> str:
         return f"{self.ENGINE} at {', '.join(self.hosts)}"
 
     def _index(self, collection: str) -> str:
@@ -198,23 +196,8 @@ class SearchEngineVectorStore(DatabaseVectorStore):
         self._dims.pop(name, None)
         self._dimension(name)
 
-    def create_collection_if_not_exists(self, name: str, **kwargs: Any) -> None:
-        """Create collection ``name`` unless it exists; ``dimension=`` sets its vector size."""
-        if self._dimension(name) is None:
-            self._create(name, self._dimension_for_new(kwargs))
-
-    def delete_collection(self, name: str) -> None:
-        """Delete collection ``name`` (its index) and its documents."""
-        if self._dimension(name) is None:
-            raise missing_collection(name, self._where(), self.list_collections())
+    def _drop(self, name: str) -> None:
         self.client.indices.delete(index=self._index(name))
-        self._dims.pop(name, None)
-
-    def _existing(self, name: str) -> int:
-        size = self._dimension(name)
-        if size is None:
-            raise missing_collection(name, self._where(), self.list_collections())
-        return size
 
     def close(self) -> None:
         """Close the client."""
@@ -223,7 +206,14 @@ class SearchEngineVectorStore(DatabaseVectorStore):
             client.close()
 
     # -- writing ---------------------------------------------------------------------------
-    def _write(self, name: str, docs: list[Document], sequence: dict[str, int]) -> None:
+    def _write(self, name: str, docs: list[Document]) -> None:
+        # a replaced document keeps its place in the insertion order; a new one goes last
+        ids = [str(d.id) for d in docs]
+        stored = self._sources(name, ids)
+        base = time.time_ns() // 1000
+        sequence = {
+            i: int(stored[i]["seq"]) if i in stored else base + n for n, i in enumerate(ids)
+        }
         index = self._index(name)
         for part in chunks(docs, _BATCH):
             operations: list[dict[str, Any]] = []
@@ -258,127 +248,42 @@ class SearchEngineVectorStore(DatabaseVectorStore):
                     found[doc["_id"]] = doc["_source"]
         return found
 
-    def _add_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> list[str]:
-        name = self._name(collection_name)
-        if not documents:
-            return []
-        size = self._dimension(name)
-        if size is None and not kwargs.get("auto_create_collection", self.auto_create_collection):
-            raise missing_collection(name, self._where(), self.list_collections())
-        size = check_vectors(documents, size, name)
-        if self._dimension(name) is None:
-            self._create(name, size)
-        docs = [d if d.id else d.model_copy(update={"id": new_id()}) for d in documents]
-        ids = [str(d.id) for d in docs]
-        stored = self._sources(name, ids)
-        base = time.time_ns() // 1000
-        sequence = {
-            i: int(stored[i]["seq"]) if i in stored else base + n for n, i in enumerate(ids)
-        }
-        self._write(name, docs, sequence)
-        return ids
+    def _stored_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        return {i: list(s[VECTOR_FIELD]) for i, s in self._sources(name, ids).items()}
 
-    def _update_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> None:
-        name = self._name(collection_name)
-        size = self._existing(name)
-        ids = [str(d.id) for d in documents]
-        stored = self._sources(name, ids)
-        missing = [i for i in ids if i not in stored]
-        if missing:
-            raise VectorStoreError(f"cannot update {missing}: not in collection {name!r}")
-        full = [
-            d
-            if d.embedding is not None
-            else d.model_copy(update={"embedding": list(stored[str(d.id)][VECTOR_FIELD])})
-            for d in documents
-        ]
-        check_vectors(full, size, name)
-        self._write(name, full, {i: int(stored[i]["seq"]) for i in ids})
+    def _remove(self, name: str, ids: list[str]) -> None:
+        for part in chunks(ids, _BATCH):
+            self._delete_by_query(self._index(name), {"ids": {"values": list(part)}})
 
     # -- reading ---------------------------------------------------------------------------
     @staticmethod
     def _document(source: dict[str, Any], score: float | None = None) -> Document:
-        return Document(
-            id=str(source["doc_id"]),
-            content=str(source.get("content", "")),
-            metadata=dict(source.get("metadata") or {}),
-            score=score,
+        return to_document(source["doc_id"], source, score)
+
+    def _fetch(self, name: str, ids: list[str], where: Node | None) -> list[Document]:
+        return [self._document(s) for s in self._sources(name, ids).values()]
+
+    def _page(
+        self, name: str, where: Node | None, size: int, cursor: Any
+    ) -> tuple[list[Document], Any]:
+        start = cursor or 0
+        reply = self._plain_search(
+            self._index(name),
+            {
+                "query": to_bool_query(where) or {"match_all": {}},
+                "sort": [{"seq": "asc"}],
+                "from": start,
+                "size": _PAGE,
+            },
         )
+        body = reply.body if hasattr(reply, "body") else reply
+        hits = body["hits"]["hits"]
+        following = start + len(hits) if len(hits) >= _PAGE else None
+        return [self._document(h["_source"]) for h in hits], following
 
-    def get(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int | None = 100,
-        **kwargs: Any,
+    def _search(
+        self, name: str, embedding: list[float], limit: int, where: Node | None
     ) -> list[Document]:
-        """Stored documents by id and/or filter (see ``BaseVectorStore.get``), in insertion
-        order."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
-        if wanted is not None:
-            if not wanted:
-                return []
-            sources = self._sources(name, wanted)
-            return kept(in_order([self._document(s) for s in sources.values()], wanted), where)
-        query = to_bool_query(where) or {"match_all": {}}
-        found: list[Document] = []
-        start = 0
-        while limit is None or len(found) < limit:
-            reply = self._plain_search(
-                self._index(name),
-                {"query": query, "sort": [{"seq": "asc"}], "from": start, "size": _PAGE},
-            )
-            body = reply.body if hasattr(reply, "body") else reply
-            hits = body["hits"]["hits"]
-            found.extend(kept([self._document(h["_source"]) for h in hits], where))
-            start += len(hits)
-            if len(hits) < _PAGE:
-                break
-        return found if limit is None else found[:limit]
-
-    def delete(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Remove documents by id and/or filter; with neither, all of the collection."""
-        name = self._name(collection_name)
-        victims = [
-            str(d.id)
-            for d in self.get(ids=ids, collection_name=name, filters=filters, limit=None, **kwargs)
-        ]
-        for part in chunks(victims, _BATCH):
-            self._delete_by_query(self._index(name), {"ids": {"values": list(part)}})
-
-    def _query_embedding(
-        self,
-        embedding: list[float],
-        limit: int = 10,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        size = self._dimension(name)
-        if size is None:
-            if not kwargs.get("auto_create_collection", self.auto_create_collection):
-                raise missing_collection(name, self._where(), self.list_collections())
-            self._create(name, len(embedding))
-            return []
-        check_query_dimension(embedding, size, name)
-        if limit <= 0:
-            return []
         reply = self._knn_search(
             self._index(name), [float(x) for x in embedding], limit, to_bool_query(where)
         )

@@ -27,22 +27,17 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, SecretStr
 
-from flink_agents.api.vector_stores._filters import Junction, Node
+from flink_agents.api.vector_stores._filters import Condition, Junction, Node
 from flink_agents.api.vector_stores.vector_store import Document
 from flink_agents.errors import VectorStoreError
 from flink_agents.integrations._common import secret_value
 from flink_agents.integrations._extras import require
+from flink_agents.integrations.vector_stores._base import SizedCollectionStore
 from flink_agents.integrations.vector_stores._common import (
-    DatabaseVectorStore,
-    check_query_dimension,
-    check_vectors,
     chunks,
-    in_order,
     kept,
-    missing_collection,
-    new_id,
-    wanted_ids,
-    where_of,
+    render_filter,
+    to_document,
 )
 
 DEFAULT_COLLECTION = "flink_agents_milvus_collection"
@@ -50,6 +45,7 @@ _BATCH = 256
 _MAX_TEXT = 65535
 _MAX_ID = 512
 _ALL = 'id != ""'
+_FIELDS = ["id", "content", "metadata"]
 
 # Milvus Lite runs one server per file: clients of one process share it.
 _LOCAL_CLIENTS: dict[str, Any] = {}
@@ -94,26 +90,28 @@ def to_milvus_expr(node: Node | None) -> str | None:
     is dropped from an AND; an OR holding one is dropped whole), and the store checks every
     result against the filter itself (fetching more for a query).
     """
-    if node is None:
-        return None
-    if isinstance(node, Junction):
-        parts = [to_milvus_expr(p) for p in node.parts]
-        if node.op == "$or":
+
+    def junction(op: str, parts: list[str | None]) -> str | None:
+        if op == "$or":
             if any(p is None for p in parts):
                 return None
             return "(" + " or ".join(str(p) for p in parts) + ")"
         known = [p for p in parts if p is not None]
         return "(" + " and ".join(known) + ")" if known else None
-    field = f"metadata[{json.dumps(node.field)}]"
-    op, value = node.op, node.value
-    if op == "$eq":
-        return f"({field} == {_literal(value)})"
-    if op == "$in":
-        return "(" + " or ".join(f"{field} == {_literal(v)}" for v in value) + ")"
-    if op in ("$ne", "$nin"):
-        return None
-    symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    return f"({field} {symbol} {_literal(value)})"
+
+    def leaf(cond: Condition) -> str | None:
+        field = f"metadata[{json.dumps(cond.field)}]"
+        op, value = cond.op, cond.value
+        if op == "$eq":
+            return f"({field} == {_literal(value)})"
+        if op == "$in":
+            return "(" + " or ".join(f"{field} == {_literal(v)}" for v in value) + ")"
+        if op in ("$ne", "$nin"):
+            return None
+        symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+        return f"({field} {symbol} {_literal(value)})"
+
+    return render_filter(node, leaf, junction)
 
 
 def _exact(node: Node | None) -> bool:
@@ -125,7 +123,7 @@ def _exact(node: Node | None) -> bool:
     return node.op not in ("$ne", "$nin")
 
 
-class MilvusVectorStore(DatabaseVectorStore):
+class MilvusVectorStore(SizedCollectionStore):
     """Milvus Lite (a file) or a Milvus server.
 
     Attributes:
@@ -147,7 +145,6 @@ class MilvusVectorStore(DatabaseVectorStore):
     collection: str | None = DEFAULT_COLLECTION
 
     _client: Any = PrivateAttr(default=None)
-    _dims: dict[str, int] = PrivateAttr(default_factory=dict)
 
     def _default_collection(self) -> str:
         return DEFAULT_COLLECTION
@@ -189,6 +186,12 @@ class MilvusVectorStore(DatabaseVectorStore):
         """The collection names, sorted."""
         return sorted(self.client.list_collections())
 
+    def _location(self) -> str:
+        return f"Milvus at {self.uri}"
+
+    def _collection_exists(self, name: str) -> bool:
+        return bool(self.client.has_collection(name))
+
     def _dimension(self, name: str) -> int | None:
         if name in self._dims:
             return self._dims[name]
@@ -223,23 +226,8 @@ class MilvusVectorStore(DatabaseVectorStore):
                 raise VectorStoreError(f"cannot create collection {name!r}: {exc}") from exc
         self._dims[name] = self._dimension(name) or size
 
-    def create_collection_if_not_exists(self, name: str, **kwargs: Any) -> None:
-        """Create collection ``name`` unless it exists; ``dimension=`` sets its vector size."""
-        if self._dimension(name) is None:
-            self._create(name, self._dimension_for_new(kwargs))
-
-    def delete_collection(self, name: str) -> None:
-        """Delete collection ``name`` and its documents."""
-        if not self.client.has_collection(name):
-            raise missing_collection(name, f"Milvus at {self.uri}", self.list_collections())
+    def _drop(self, name: str) -> None:
         self.client.drop_collection(name)
-        self._dims.pop(name, None)
-
-    def _existing(self, name: str) -> int:
-        size = self._dimension(name)
-        if size is None:
-            raise missing_collection(name, f"Milvus at {self.uri}", self.list_collections())
-        return size
 
     def close(self) -> None:
         """Forget the client (Milvus Lite clients stay open for the process's other stores)."""
@@ -264,130 +252,45 @@ class MilvusVectorStore(DatabaseVectorStore):
             "metadata": dict(doc.metadata),
         }
 
-    def _add_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> list[str]:
-        name = self._name(collection_name)
-        if not documents:
-            return []
-        size = self._dimension(name)
-        if size is None and not kwargs.get("auto_create_collection", self.auto_create_collection):
-            raise missing_collection(name, f"Milvus at {self.uri}", self.list_collections())
-        size = check_vectors(documents, size, name)
-        if self._dimension(name) is None:
-            self._create(name, size)
-        docs = [d if d.id else d.model_copy(update={"id": new_id()}) for d in documents]
+    def _write(self, name: str, docs: list[Document]) -> None:
         for part in chunks(docs, _BATCH):
             self.client.upsert(name, data=[self._row(d) for d in part])
-        return [str(d.id) for d in docs]
 
-    def _update_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> None:
-        name = self._name(collection_name)
-        size = self._existing(name)
-        ids = [str(d.id) for d in documents]
-        stored = {r["id"]: r for r in self.client.get(name, ids=ids, output_fields=["vector"])}
-        missing = [i for i in ids if i not in stored]
-        if missing:
-            raise VectorStoreError(f"cannot update {missing}: not in collection {name!r}")
-        full = [
-            d
-            if d.embedding is not None
-            else d.model_copy(update={"embedding": list(stored[str(d.id)]["vector"])})
-            for d in documents
-        ]
-        check_vectors(full, size, name)
-        self.client.upsert(name, data=[self._row(d) for d in full])
+    def _stored_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        rows = self.client.get(name, ids=ids, output_fields=["vector"])
+        return {r["id"]: list(r["vector"]) for r in rows}
+
+    def _remove(self, name: str, ids: list[str]) -> None:
+        for part in chunks(ids, _BATCH):
+            self.client.delete(name, ids=list(part))
 
     # -- reading ---------------------------------------------------------------------------
     @staticmethod
     def _document(row: dict[str, Any], score: float | None = None) -> Document:
         entity = row.get("entity", row)
-        return Document(
-            id=str(row.get("id", entity.get("id"))),
-            content=str(entity.get("content", "")),
-            metadata=dict(entity.get("metadata") or {}),
-            score=score,
+        return to_document(row.get("id", entity.get("id")), entity, score)
+
+    def _fetch(self, name: str, ids: list[str], where: Node | None) -> list[Document]:
+        rows = self.client.get(name, ids=ids, output_fields=_FIELDS)
+        return [self._document(r) for r in rows]
+
+    def _page(
+        self, name: str, where: Node | None, size: int, cursor: Any
+    ) -> tuple[list[Document], Any]:
+        offset = cursor or 0
+        rows = self.client.query(
+            name,
+            filter=to_milvus_expr(where) or _ALL,
+            output_fields=_FIELDS,
+            limit=size,
+            offset=offset,
         )
+        following = offset + len(rows) if len(rows) >= size else None
+        return [self._document(r) for r in rows], following
 
-    def get(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int | None = 100,
-        **kwargs: Any,
+    def _search(
+        self, name: str, embedding: list[float], limit: int, where: Node | None
     ) -> list[Document]:
-        """Stored documents by id and/or filter (see ``BaseVectorStore.get``)."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        fields = ["id", "content", "metadata"]
-        wanted = wanted_ids(ids)
-        if wanted is not None:
-            if not wanted:
-                return []
-            rows = self.client.get(name, ids=wanted, output_fields=fields)
-            return kept(in_order([self._document(r) for r in rows], wanted), where)
-        expr = to_milvus_expr(where) or _ALL
-        found: list[Document] = []
-        offset = 0
-        while limit is None or len(found) < limit:
-            page = _BATCH if limit is None else min(_BATCH, limit - len(found))
-            rows = self.client.query(
-                name, filter=expr, output_fields=fields, limit=page, offset=offset
-            )
-            found.extend(kept([self._document(r) for r in rows], where))
-            offset += len(rows)
-            if len(rows) < page:
-                break
-        return found if limit is None else found[:limit]
-
-    def delete(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Remove documents by id and/or filter; with neither, all of the collection."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
-        if wanted is not None and where is None:
-            if wanted:
-                self.client.delete(name, ids=wanted)
-            return
-        victims = [
-            str(d.id)
-            for d in self.get(
-                ids=wanted, collection_name=name, filters=filters, limit=None, **kwargs
-            )
-        ]
-        for part in chunks(victims, _BATCH):
-            self.client.delete(name, ids=list(part))
-
-    def _query_embedding(
-        self,
-        embedding: list[float],
-        limit: int = 10,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        size = self._dimension(name)
-        if size is None:
-            if not kwargs.get("auto_create_collection", self.auto_create_collection):
-                raise missing_collection(name, f"Milvus at {self.uri}", self.list_collections())
-            self._create(name, len(embedding))
-            return []
-        check_query_dimension(embedding, size, name)
-        if limit <= 0:
-            return []
         # A looser expression may let through hits the filter drops: ask for more.
         fetch = limit if _exact(where) else max(limit * 4, 50)
         hits = self.client.search(

@@ -28,23 +28,13 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
-from flink_agents.api.vector_stores._filters import Junction, Node
+from flink_agents.api.vector_stores._filters import Condition, Node
 from flink_agents.api.vector_stores.vector_store import Document
 from flink_agents.errors import ConfigurationError, VectorStoreError
 from flink_agents.integrations._common import secret_value
 from flink_agents.integrations._extras import require
-from flink_agents.integrations.vector_stores._common import (
-    DatabaseVectorStore,
-    check_query_dimension,
-    check_vectors,
-    chunks,
-    in_order,
-    kept,
-    missing_collection,
-    new_id,
-    wanted_ids,
-    where_of,
-)
+from flink_agents.integrations.vector_stores._base import SizedCollectionStore
+from flink_agents.integrations.vector_stores._common import chunks, kept, render_filter
 
 DEFAULT_COLLECTION = "flink_agents_pgvector_collection"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -61,32 +51,32 @@ def to_sql(node: Node | None, params: list[Any]) -> str:
     """
     from psycopg.types.json import Jsonb
 
-    if node is None:
-        return "TRUE"
-    if isinstance(node, Junction):
-        joiner = " AND " if node.op == "$and" else " OR "
-        return "(" + joiner.join(to_sql(p, params) for p in node.parts) + ")"
+    def junction(op: str, parts: list[str]) -> str:
+        return "(" + (" AND " if op == "$and" else " OR ").join(parts) + ")"
 
-    def field(arrow: str = "->") -> str:
-        params.append(node.field)
-        return f"(metadata {arrow} %s)"
+    def leaf(cond: Condition) -> str:
+        def field(arrow: str = "->") -> str:
+            params.append(cond.field)
+            return f"(metadata {arrow} %s)"
 
-    def value(v: Any) -> str:
-        params.append(v)
-        return "%s"
+        def value(v: Any) -> str:
+            params.append(v)
+            return "%s"
 
-    op = node.op
-    if op in ("$eq", "$ne"):
-        test = f"({field()} = {value(Jsonb(node.value))})"
-        return test if op == "$eq" else f"({test} IS NOT TRUE)"
-    if op in ("$in", "$nin"):
-        test = f"({field()} = ANY({value([Jsonb(v) for v in node.value])}::jsonb[]))"
-        return test if op == "$in" else f"({test} IS NOT TRUE)"
-    symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    return (
-        f"(CASE WHEN jsonb_typeof({field()}) = 'number' "
-        f"THEN ({field('->>')})::float8 {symbol} {value(float(node.value))} ELSE FALSE END)"
-    )
+        op = cond.op
+        if op in ("$eq", "$ne"):
+            test = f"({field()} = {value(Jsonb(cond.value))})"
+            return test if op == "$eq" else f"({test} IS NOT TRUE)"
+        if op in ("$in", "$nin"):
+            test = f"({field()} = ANY({value([Jsonb(v) for v in cond.value])}::jsonb[]))"
+            return test if op == "$in" else f"({test} IS NOT TRUE)"
+        symbol = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+        return (
+            f"(CASE WHEN jsonb_typeof({field()}) = 'number' "
+            f"THEN ({field('->>')})::float8 {symbol} {value(float(cond.value))} ELSE FALSE END)"
+        )
+
+    return render_filter(node, leaf, junction) or "TRUE"
 
 
 def _floats(vector: Any) -> list[float]:
@@ -95,8 +85,10 @@ def _floats(vector: Any) -> list[float]:
     return [float(x) for x in values]
 
 
-class PGVectorStore(DatabaseVectorStore):
+class PGVectorStore(SizedCollectionStore):
     """PostgreSQL + pgvector.
+
+    ``get`` by filter returns the oldest documents first and also takes ``offset``.
 
     Attributes:
         host: the server's host (default: libpq's: ``PGHOST`` or the local socket).
@@ -128,7 +120,6 @@ class PGVectorStore(DatabaseVectorStore):
 
     _pool: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _dims: dict[str, int] = PrivateAttr(default_factory=dict)
     _extension_ready: bool = PrivateAttr(default=False)
 
     @field_validator("conninfo")
@@ -151,7 +142,7 @@ class PGVectorStore(DatabaseVectorStore):
     def _default_collection(self) -> str:
         return DEFAULT_COLLECTION
 
-    def _where(self) -> str:
+    def _location(self) -> str:
         return f"PostgreSQL {self.host or 'localhost'}:{self.port or 5432}/{self.dbname or ''}"
 
     def _table(self, collection: str) -> str:
@@ -181,7 +172,7 @@ class PGVectorStore(DatabaseVectorStore):
             conn = psycopg.connect(self.conninfo, autocommit=True, **kwargs)
         except psycopg.Error as exc:
             raise VectorStoreError(
-                f"cannot connect to {self._where()}: {str(exc).strip()}"
+                f"cannot connect to {self._location()}: {str(exc).strip()}"
             ) from None
         if not self._extension_ready:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -266,23 +257,8 @@ class PGVectorStore(DatabaseVectorStore):
         self._dims.pop(name, None)
         self._dimension(name)
 
-    def create_collection_if_not_exists(self, name: str, **kwargs: Any) -> None:
-        """Create collection ``name`` unless it exists; ``dimension=`` sets its vector size."""
-        if self._dimension(name) is None:
-            self._create(name, self._dimension_for_new(kwargs))
-
-    def delete_collection(self, name: str) -> None:
-        """Delete collection ``name`` (its table) and its documents."""
-        if self._dimension(name) is None:
-            raise missing_collection(name, self._where(), self.list_collections())
+    def _drop(self, name: str) -> None:
         self._run(self._sql("DROP TABLE {table}", name))
-        self._dims.pop(name, None)
-
-    def _existing(self, name: str) -> int:
-        size = self._dimension(name)
-        if size is None:
-            raise missing_collection(name, self._where(), self.list_collections())
-        return size
 
     def close(self) -> None:
         """Close the connection."""
@@ -314,79 +290,36 @@ class PGVectorStore(DatabaseVectorStore):
             ]
             self._run(statement, rows, many=True)
 
-    def _add_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> list[str]:
-        name = self._name(collection_name)
-        if not documents:
-            return []
-        size = self._dimension(name)
-        if size is None and not kwargs.get("auto_create_collection", self.auto_create_collection):
-            raise missing_collection(name, self._where(), self.list_collections())
-        size = check_vectors(documents, size, name)
-        if self._dimension(name) is None:
-            self._create(name, size)
-        docs = [d if d.id else d.model_copy(update={"id": new_id()}) for d in documents]
-        self._write(name, docs)
-        return [str(d.id) for d in docs]
-
-    def _update_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> None:
-        name = self._name(collection_name)
-        size = self._existing(name)
-        ids = [str(d.id) for d in documents]
+    def _stored_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
         rows = self._run(
             self._sql("SELECT id, embedding FROM {table} WHERE id = ANY(%s)", name),
             (ids,),
             fetch=True,
         )
-        stored = {r[0]: r[1] for r in rows}
-        missing = [i for i in ids if i not in stored]
-        if missing:
-            raise VectorStoreError(f"cannot update {missing}: not in collection {name!r}")
-        full = [
-            d
-            if d.embedding is not None
-            else d.model_copy(update={"embedding": _floats(stored[str(d.id)])})
-            for d in documents
-        ]
-        check_vectors(full, size, name)
-        self._write(name, full)
+        return {r[0]: _floats(r[1]) for r in rows}
 
     # -- reading ---------------------------------------------------------------------------
-    def get(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int | None = 100,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """Stored documents by id and/or filter (see ``BaseVectorStore.get``), oldest first
-        for a filter; also takes ``offset``."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
+    def _fetch(self, name: str, ids: list[str], where: Node | None) -> list[Document]:
         params: list[Any] = []
         condition = to_sql(where, params)
-        if wanted is not None:
-            if not wanted:
-                return []
-            params.append(wanted)
-            rows = self._run(
-                self._sql(
-                    "SELECT id, content, metadata FROM {table} WHERE "
-                    + condition
-                    + " AND id = ANY(%s)",
-                    name,
-                ),
-                params,
-                fetch=True,
-            )
-            docs = [Document(id=r[0], content=r[1], metadata=r[2]) for r in rows]
-            return kept(in_order(docs, wanted), where)
+        params.append(ids)
+        rows = self._run(
+            self._sql(
+                "SELECT id, content, metadata FROM {table} WHERE "
+                + condition
+                + " AND id = ANY(%s)",
+                name,
+            ),
+            params,
+            fetch=True,
+        )
+        return [Document(id=r[0], content=r[1], metadata=r[2]) for r in rows]
+
+    def _scan(
+        self, name: str, where: Node | None, limit: int | None, kwargs: dict[str, Any]
+    ) -> list[Document]:
+        params: list[Any] = []
+        condition = to_sql(where, params)
         tail = ""
         if limit is not None:
             tail = " LIMIT %s OFFSET %s"
@@ -404,18 +337,14 @@ class PGVectorStore(DatabaseVectorStore):
         )
         return kept([Document(id=r[0], content=r[1], metadata=r[2]) for r in rows], where)
 
-    def delete(
+    def _delete(
         self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
+        name: str,
+        wanted: list[str] | None,
+        where: Node | None,
+        filters: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
-        """Remove documents by id and/or filter; with neither, all of the collection."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
         params: list[Any] = []
         condition = to_sql(where, params)
         if wanted is not None:
@@ -425,27 +354,11 @@ class PGVectorStore(DatabaseVectorStore):
             params.append(wanted)
         self._run(self._sql("DELETE FROM {table} WHERE " + condition, name), params)
 
-    def _query_embedding(
-        self,
-        embedding: list[float],
-        limit: int = 10,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
+    def _search(
+        self, name: str, embedding: list[float], limit: int, where: Node | None
     ) -> list[Document]:
         import numpy as np
 
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        size = self._dimension(name)
-        if size is None:
-            if not kwargs.get("auto_create_collection", self.auto_create_collection):
-                raise missing_collection(name, self._where(), self.list_collections())
-            self._create(name, len(embedding))
-            return []
-        check_query_dimension(embedding, size, name)
-        if limit <= 0:
-            return []
         vector = np.asarray(embedding, dtype=np.float32)
         params: list[Any] = [vector]
         condition = to_sql(where, params)

@@ -25,23 +25,18 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, SecretStr
 
-from flink_agents.api.vector_stores._filters import Junction, Node
+from flink_agents.api.vector_stores._filters import Condition, Node
 from flink_agents.api.vector_stores.vector_store import Document
 from flink_agents.errors import VectorStoreError
 from flink_agents.integrations._common import secret_value
 from flink_agents.integrations._extras import require
+from flink_agents.integrations.vector_stores._base import SizedCollectionStore
 from flink_agents.integrations.vector_stores._common import (
-    DatabaseVectorStore,
-    check_query_dimension,
-    check_vectors,
     chunks,
-    in_order,
     kept,
-    missing_collection,
-    new_id,
     point_id,
-    wanted_ids,
-    where_of,
+    render_filter,
+    to_document,
 )
 
 DEFAULT_COLLECTION = "flink_agents_qdrant_collection"
@@ -51,6 +46,32 @@ _BATCH = 256
 # share it (resources are created per slot; in thread mode the slots share the process).
 _LOCAL_CLIENTS: dict[str, Any] = {}
 _LOCAL_LOCK = threading.Lock()
+
+
+class _Serialized:
+    """An embedded ``QdrantClient`` whose calls run one at a time.
+
+    Qdrant's local mode keeps its points in in-process arrays and SQLite without any lock:
+    concurrent writes from several threads (keys' runs call the store from the pool, e.g.
+    long-term memory's ``durable_execute_async``) lost points (1 run in 3 under load). A
+    remote client (HTTP/gRPC) is thread-safe and is not wrapped.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._wrapped = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._wrapped, name)
+        if not callable(attr):
+            return attr
+        lock = self._lock
+
+        def serialized(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return attr(*args, **kwargs)
+
+        return serialized
 
 
 @atexit.register
@@ -76,8 +97,6 @@ def to_qdrant_filter(node: Node | None, models: Any) -> Any:
     Equality of floats is a closed range (Qdrant matches only keywords, integers and bools
     by value); a missing field matches ``$ne`` / ``$nin`` (they are ``must_not``).
     """
-    if node is None:
-        return None
 
     def value_condition(field: str, value: Any) -> Any:
         key = f"metadata.{field}"
@@ -85,13 +104,11 @@ def to_qdrant_filter(node: Node | None, models: Any) -> Any:
             return models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
         return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
-    def one(node: Node) -> Any:
-        if isinstance(node, Junction):
-            parts = [one(p) for p in node.parts]
-            if node.op == "$and":
-                return models.Filter(must=parts)
-            return models.Filter(should=parts)
-        field, op, value = node.field, node.op, node.value
+    def junction(op: str, parts: list[Any]) -> Any:
+        return models.Filter(must=parts) if op == "$and" else models.Filter(should=parts)
+
+    def leaf(cond: Condition) -> Any:
+        field, op, value = cond.field, cond.op, cond.value
         if op == "$eq":
             return models.Filter(must=[value_condition(field, value)])
         if op == "$ne":
@@ -108,10 +125,10 @@ def to_qdrant_filter(node: Node | None, models: Any) -> Any:
             ]
         )
 
-    return one(node)
+    return render_filter(node, leaf, junction)
 
 
-class QdrantVectorStore(DatabaseVectorStore):
+class QdrantVectorStore(SizedCollectionStore):
     """Qdrant, embedded or as a server.
 
     Attributes:
@@ -139,7 +156,6 @@ class QdrantVectorStore(DatabaseVectorStore):
     collection: str | None = DEFAULT_COLLECTION
 
     _client: Any = PrivateAttr(default=None)
-    _dims: dict[str, int] = PrivateAttr(default_factory=dict)
 
     def _default_collection(self) -> str:
         return DEFAULT_COLLECTION
@@ -159,7 +175,8 @@ class QdrantVectorStore(DatabaseVectorStore):
                     with _LOCAL_LOCK:
                         client = _LOCAL_CLIENTS.get(key)
                         if client is None:
-                            client = _LOCAL_CLIENTS[key] = qdrant.QdrantClient(path=key)
+                            client = _Serialized(qdrant.QdrantClient(path=key))
+                            _LOCAL_CLIENTS[key] = client
                     self._client = client
                 elif remote:
                     self._client = qdrant.QdrantClient(
@@ -171,7 +188,7 @@ class QdrantVectorStore(DatabaseVectorStore):
                         timeout=int(self.timeout) if self.timeout else None,
                     )
                 else:
-                    self._client = qdrant.QdrantClient(location=":memory:")
+                    self._client = _Serialized(qdrant.QdrantClient(location=":memory:"))
             except Exception as exc:
                 raise VectorStoreError(
                     f"cannot open Qdrant at {self._where()}: {type(exc).__name__}: {exc}"
@@ -186,6 +203,12 @@ class QdrantVectorStore(DatabaseVectorStore):
     def list_collections(self) -> list[str]:
         """The collection names, sorted."""
         return sorted(c.name for c in self.client.get_collections().collections)
+
+    def _location(self) -> str:
+        return f"Qdrant at {self._where()}"
+
+    def _collection_exists(self, name: str) -> bool:
+        return bool(self.client.collection_exists(name))
 
     def _dimension(self, name: str) -> int | None:
         if name in self._dims:
@@ -211,23 +234,8 @@ class QdrantVectorStore(DatabaseVectorStore):
                 raise VectorStoreError(f"cannot create collection {name!r}: {exc}") from exc
         self._dims[name] = self._dimension(name) or size
 
-    def create_collection_if_not_exists(self, name: str, **kwargs: Any) -> None:
-        """Create collection ``name`` unless it exists; ``dimension=`` sets its vector size."""
-        if self._dimension(name) is None:
-            self._create(name, self._dimension_for_new(kwargs))
-
-    def delete_collection(self, name: str) -> None:
-        """Delete collection ``name`` and its documents."""
-        if not self.client.collection_exists(name):
-            raise missing_collection(name, f"Qdrant at {self._where()}", self.list_collections())
+    def _drop(self, name: str) -> None:
         self.client.delete_collection(name)
-        self._dims.pop(name, None)
-
-    def _existing(self, name: str) -> int:
-        size = self._dimension(name)
-        if size is None:
-            raise missing_collection(name, f"Qdrant at {self._where()}", self.list_collections())
-        return size
 
     def close(self) -> None:
         """Forget the client (embedded clients stay open for the process's other stores)."""
@@ -244,138 +252,45 @@ class QdrantVectorStore(DatabaseVectorStore):
             payload={"doc_id": doc_id, "content": doc.content, "metadata": dict(doc.metadata)},
         )
 
-    def _add_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> list[str]:
-        name = self._name(collection_name)
-        if not documents:
-            return []
-        size = self._dimension(name)
-        if size is None and not kwargs.get("auto_create_collection", self.auto_create_collection):
-            raise missing_collection(name, f"Qdrant at {self._where()}", self.list_collections())
-        size = check_vectors(documents, size, name)
-        if self._dimension(name) is None:
-            self._create(name, size)
-        docs = [d if d.id else d.model_copy(update={"id": new_id()}) for d in documents]
+    def _write(self, name: str, docs: list[Document]) -> None:
         for part in chunks(docs, _BATCH):
             self.client.upsert(name, points=[self._point(d) for d in part])
-        return [str(d.id) for d in docs]
 
-    def _update_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> None:
-        name = self._name(collection_name)
-        size = self._existing(name)
-        ids = [str(d.id) for d in documents]
-        stored = {
-            p.payload["doc_id"]: p
-            for p in self.client.retrieve(
-                name, ids=[point_id(i) for i in ids], with_payload=True, with_vectors=True
-            )
-        }
-        missing = [i for i in ids if i not in stored]
-        if missing:
-            raise VectorStoreError(f"cannot update {missing}: not in collection {name!r}")
-        full = [
-            d
-            if d.embedding is not None
-            else d.model_copy(update={"embedding": list(stored[str(d.id)].vector)})
-            for d in documents
-        ]
-        check_vectors(full, size, name)
-        self.client.upsert(name, points=[self._point(d) for d in full])
+    def _stored_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        points = self.client.retrieve(
+            name, ids=[point_id(i) for i in ids], with_payload=True, with_vectors=True
+        )
+        return {p.payload["doc_id"]: list(p.vector) for p in points}
+
+    def _remove(self, name: str, ids: list[str]) -> None:
+        for part in chunks([point_id(i) for i in ids], _BATCH):
+            self.client.delete(name, points_selector=self._models.PointIdsList(points=list(part)))
 
     # -- reading ---------------------------------------------------------------------------
     @staticmethod
     def _document(point: Any, score: float | None = None) -> Document:
         payload = point.payload or {}
-        return Document(
-            id=str(payload.get("doc_id", point.id)),
-            content=str(payload.get("content", "")),
-            metadata=dict(payload.get("metadata") or {}),
-            score=score,
+        return to_document(payload.get("doc_id", point.id), payload, score)
+
+    def _fetch(self, name: str, ids: list[str], where: Node | None) -> list[Document]:
+        points = self.client.retrieve(name, ids=[point_id(i) for i in ids], with_payload=True)
+        return [self._document(p) for p in points]
+
+    def _page(
+        self, name: str, where: Node | None, size: int, cursor: Any
+    ) -> tuple[list[Document], Any]:
+        points, following = self.client.scroll(
+            name,
+            scroll_filter=to_qdrant_filter(where, self._models),
+            limit=size,
+            offset=cursor,
+            with_payload=True,
         )
+        return [self._document(p) for p in points], following
 
-    def get(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int | None = 100,
-        **kwargs: Any,
+    def _search(
+        self, name: str, embedding: list[float], limit: int, where: Node | None
     ) -> list[Document]:
-        """Stored documents by id and/or filter (see ``BaseVectorStore.get``)."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
-        if wanted is not None:
-            if not wanted:
-                return []
-            points = self.client.retrieve(
-                name, ids=[point_id(i) for i in wanted], with_payload=True
-            )
-            return kept(in_order([self._document(p) for p in points], wanted), where)
-        found: list[Document] = []
-        qfilter = to_qdrant_filter(where, self._models)
-        offset = None
-        while limit is None or len(found) < limit:
-            page = _BATCH if limit is None else min(_BATCH, limit - len(found))
-            points, offset = self.client.scroll(
-                name, scroll_filter=qfilter, limit=page, offset=offset, with_payload=True
-            )
-            found.extend(kept([self._document(p) for p in points], where))
-            if offset is None:
-                break
-        return found if limit is None else found[:limit]
-
-    def delete(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Remove documents by id and/or filter; with neither, all of the collection."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
-        if wanted is not None and where is None:
-            if wanted:
-                points = self._models.PointIdsList(points=[point_id(i) for i in wanted])
-                self.client.delete(name, points_selector=points)
-            return
-        victims = [
-            d.id
-            for d in self.get(
-                ids=wanted, collection_name=name, filters=filters, limit=None, **kwargs
-            )
-        ]
-        for part in chunks([point_id(str(i)) for i in victims], _BATCH):
-            self.client.delete(name, points_selector=self._models.PointIdsList(points=list(part)))
-
-    def _query_embedding(
-        self,
-        embedding: list[float],
-        limit: int = 10,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        size = self._dimension(name)
-        if size is None:
-            if not kwargs.get("auto_create_collection", self.auto_create_collection):
-                raise missing_collection(
-                    name, f"Qdrant at {self._where()}", self.list_collections()
-                )
-            self._create(name, len(embedding))
-            return []
-        check_query_dimension(embedding, size, name)
-        if limit <= 0:
-            return []
         found = self.client.query_points(
             name,
             query=list(embedding),

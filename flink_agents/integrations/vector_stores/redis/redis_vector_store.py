@@ -35,28 +35,22 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, PrivateAttr, SecretStr
 
+from flink_agents.api.vector_stores._filters import Node
 from flink_agents.api.vector_stores.vector_store import Document
 from flink_agents.errors import VectorStoreError
 from flink_agents.integrations._common import secret_value
 from flink_agents.integrations._extras import require
-from flink_agents.integrations.vector_stores._common import (
-    DatabaseVectorStore,
-    check_query_dimension,
-    check_vectors,
-    chunks,
-    kept,
-    missing_collection,
-    new_id,
-    wanted_ids,
-    where_of,
-)
+from flink_agents.integrations.vector_stores._base import SizedCollectionStore
+from flink_agents.integrations.vector_stores._common import chunks, kept
 
 DEFAULT_COLLECTION = "flink_agents_redis_collection"
 _BATCH = 500
 
 
-class RedisVectorStore(DatabaseVectorStore):
+class RedisVectorStore(SizedCollectionStore):
     """Redis (with or without its query engine).
+
+    ``get`` by filter returns documents in insertion order and also takes ``offset``.
 
     Attributes:
         url: the server (``redis://host:6379/0``, ``rediss://`` for TLS).
@@ -158,19 +152,17 @@ class RedisVectorStore(DatabaseVectorStore):
                 "TYPE", "FLOAT32", "DIM", str(size), "DISTANCE_METRIC", "COSINE",
             )  # fmt: skip
 
+    def _location(self) -> str:
+        return f"Redis at {self.url}"
+
     def create_collection_if_not_exists(self, name: str, **kwargs: Any) -> None:
         """Create collection ``name`` unless it exists; ``dimension=`` sets its vector size."""
         if ":" in name:
             raise VectorStoreError(f"a Redis collection name cannot contain ':' ({name!r})")
-        if self._dimension(name) is None:
-            self._create(name, self._dimension_for_new(kwargs))
+        super().create_collection_if_not_exists(name, **kwargs)
 
-    def delete_collection(self, name: str) -> None:
-        """Delete collection ``name`` and its documents."""
-        if self._dimension(name) is None:
-            raise missing_collection(name, f"Redis at {self.url}", self.list_collections())
-        ids = [i.decode() for i in self.client.zrange(self._ids_key(name), 0, -1)]
-        for part in chunks(ids, _BATCH):
+    def _drop(self, name: str) -> None:
+        for part in chunks(self._ids(name), _BATCH):
             self.client.delete(*[self._doc_key(name, i) for i in part])
         self.client.delete(self._ids_key(name))
         if self._uses_index():
@@ -179,12 +171,6 @@ class RedisVectorStore(DatabaseVectorStore):
             except Exception:  # noqa: BLE001 - an index already gone
                 pass
         self.client.hdel(self._registry(), name)
-
-    def _existing(self, name: str) -> int:
-        size = self._dimension(name)
-        if size is None:
-            raise missing_collection(name, f"Redis at {self.url}", self.list_collections())
-        return size
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -212,45 +198,20 @@ class RedisVectorStore(DatabaseVectorStore):
                 pipe.zadd(self._ids_key(name), {str(doc.id): _order()}, nx=True)
             pipe.execute()
 
-    def _add_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> list[str]:
-        name = self._name(collection_name)
-        if not documents:
-            return []
-        size = self._dimension(name)
-        if size is None and not kwargs.get("auto_create_collection", self.auto_create_collection):
-            raise missing_collection(name, f"Redis at {self.url}", self.list_collections())
-        size = check_vectors(documents, size, name)
-        if self._dimension(name) is None:
-            self._create(name, size)
-        docs = [d if d.id else d.model_copy(update={"id": new_id()}) for d in documents]
-        self._write(name, docs)
-        return [str(d.id) for d in docs]
-
-    def _update_embedding(
-        self, *, documents: list[Document], collection_name: str | None = None, **kwargs: Any
-    ) -> None:
-        name = self._name(collection_name)
-        size = self._existing(name)
-        ids = [str(d.id) for d in documents]
+    def _stored_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
         pipe = self.client.pipeline(transaction=False)
         for i in ids:
             pipe.hget(self._doc_key(name, i), "embedding")
-        stored = dict(zip(ids, pipe.execute(), strict=True))
-        missing = [i for i in ids if stored[i] is None]
-        if missing:
-            raise VectorStoreError(f"cannot update {missing}: not in collection {name!r}")
-        full = [
-            d
-            if d.embedding is not None
-            else d.model_copy(
-                update={"embedding": np.frombuffer(stored[str(d.id)], np.float32).tolist()}
-            )
-            for d in documents
-        ]
-        check_vectors(full, size, name)
-        self._write(name, full)
+        return {
+            i: np.frombuffer(raw, np.float32).tolist()
+            for i, raw in zip(ids, pipe.execute(), strict=True)
+            if raw is not None
+        }
+
+    def _remove(self, name: str, ids: list[str]) -> None:
+        for part in chunks(ids, _BATCH):
+            self.client.delete(*[self._doc_key(name, i) for i in part])
+            self.client.zrem(self._ids_key(name), *part)
 
     # -- reading ---------------------------------------------------------------------------
     def _load(self, name: str, ids: list[str], *, vectors: bool = False) -> list[Any]:
@@ -273,64 +234,21 @@ class RedisVectorStore(DatabaseVectorStore):
     def _ids(self, name: str) -> list[str]:
         return [i.decode() for i in self.client.zrange(self._ids_key(name), 0, -1)]
 
-    def get(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int | None = 100,
-        **kwargs: Any,
+    def _fetch(self, name: str, ids: list[str], where: Node | None) -> list[Document]:
+        return [d for d, _ in self._load(name, ids)]
+
+    def _scan(
+        self, name: str, where: Node | None, limit: int | None, kwargs: dict[str, Any]
     ) -> list[Document]:
-        """Stored documents by id and/or filter (see ``BaseVectorStore.get``), in insertion
-        order; also takes ``offset``."""
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        self._existing(name)
-        wanted = wanted_ids(ids)
-        if wanted is not None:
-            return kept([d for d, _ in self._load(name, wanted)], where)
         found: list[Document] = []
         for part in chunks(self._ids(name), _BATCH):
             found.extend(kept([d for d, _ in self._load(name, list(part))], where))
         offset = int(kwargs.get("offset") or 0)
         return found[offset:] if limit is None else found[offset : offset + limit]
 
-    def delete(
-        self,
-        ids: str | list[str] | None = None,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Remove documents by id and/or filter; with neither, all of the collection."""
-        name = self._name(collection_name)
-        victims = [
-            str(d.id)
-            for d in self.get(ids=ids, collection_name=name, filters=filters, limit=None, **kwargs)
-        ]
-        for part in chunks(victims, _BATCH):
-            self.client.delete(*[self._doc_key(name, i) for i in part])
-            self.client.zrem(self._ids_key(name), *part)
-
-    def _query_embedding(
-        self,
-        embedding: list[float],
-        limit: int = 10,
-        collection_name: str | None = None,
-        filters: dict[str, Any] | None = None,
-        **kwargs: Any,
+    def _search(
+        self, name: str, embedding: list[float], limit: int, where: Node | None
     ) -> list[Document]:
-        where = where_of(filters, kwargs)
-        name = self._name(collection_name)
-        size = self._dimension(name)
-        if size is None:
-            if not kwargs.get("auto_create_collection", self.auto_create_collection):
-                raise missing_collection(name, f"Redis at {self.url}", self.list_collections())
-            self._create(name, len(embedding))
-            return []
-        check_query_dimension(embedding, size, name)
-        if limit <= 0:
-            return []
         if self._uses_index():
             return self._indexed_query(name, embedding, limit, where)
         query = np.asarray(embedding, dtype=np.float64)

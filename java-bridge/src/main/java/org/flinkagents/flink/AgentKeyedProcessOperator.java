@@ -7,8 +7,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.flink.api.common.accumulators.LongCounter;
+import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.BasicTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedDataStreamPythonFunctionOperator;
 import org.apache.flink.streaming.api.operators.python.embedded.AbstractEmbeddedPythonFunctionOperator;
@@ -17,6 +24,7 @@ import org.apache.flink.streaming.api.operators.python.embedded.EmbeddedPythonKe
 import org.apache.flink.streaming.api.utils.PythonTypeUtils;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.tasks.ProcessingTimeService;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,11 +58,31 @@ import org.slf4j.LoggerFactory;
  * (or PyFlink's own object when anything about it is unexpected). With it in place, inputs
  * reach Python in batches ({@code batch.size}): buffered here with their keys and timestamps,
  * handed over in one call when the batch is full, {@code batch.linger-ms} after its first
- * input (at once when that input came after a gap of at least {@code batch.linger-ms}: at a
- * low rate an input does not wait for a batch that will not fill), and before every checkpoint
- * barrier (ahead of the hook), watermark and the end of input. Python switches the keyed
- * state backend to an input's key when it uses state or timers; each output comes back with its
- * input's timestamp code, which sets the record's timestamp here.
+ * input, and before every checkpoint barrier (ahead of the hook), watermark and the end of
+ * input. A batch's first input goes at once, alone, when it came after an idle gap of at least
+ * {@code batch.linger-ms} or when inputs have been arriving more than a quarter of it apart
+ * on average (fewer than ~4 would join it within the linger): at a low rate no input waits
+ * for a batch that will not fill, also when two inputs happen to arrive close together.
+ * Python switches the keyed state backend to an input's key when it uses state or timers; each
+ * output comes back with its input's timestamp code, which sets the record's timestamp here.
+ * The batches handed over are counted by what sent them (accumulators
+ * {@code flink-agents.batches.<cause>}, see {@link #CAUSES}: in the job's result and the web
+ * UI's Accumulators tab).
+ *
+ * <p>With batches, the backpressure of a full slot ({@code max-in-flight}) happens here, not in
+ * Python: before it starts a batch the operator waits until the slot has a free place ({@code
+ * wait_for_room}, in slices of {@link #ROOM_WAIT_MS}) and runs its mailbox between the slices
+ * (every mail, checkpoint barriers too: an unaligned barrier does not wait for the calls, and
+ * timers emit the results meanwhile). The batch's inputs then never wait in Python: one
+ * without a free place queues in the slot and starts when a place frees, so at most {@code
+ * max-in-flight} inputs run and at most a batch more waits (the input that started the batch
+ * is buffered before the wait: a checkpoint taken meanwhile flushes it into keyed state).
+ *
+ * <p>The job's hourly token budget ({@code budget.tokens-per-job-per-hour}) is counted per subtask
+ * in Python; the count goes into this operator's union list state {@link #JOB_BUDGET} with each
+ * checkpoint ({@code BarrierHook.job_budget_state}) and back to Python after a restore ({@code
+ * BarrierHook.restore_job_budget}, every old subtask's entry: after a rescale each subtask takes
+ * an equal share of the job's count).
  *
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
@@ -110,6 +138,44 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     private transient boolean flushScheduled;
 
+    /** Longest wait in Python for a free in-flight place before the mailbox runs again (ms). */
+    static final long ROOM_WAIT_MS = 20;
+
+    /**
+     * Runs any mail of the task (priority {@link TaskMailbox#MIN_PRIORITY}) while a batch waits
+     * for a free place; null: the batch waits in Python (the slot's blocking gate).
+     */
+    private transient MailboxExecutor anyMail;
+
+    /** Name of the operator state holding the subtasks' counts of the job's hourly budget. */
+    static final String JOB_BUDGET = "fa-job-budget";
+
+    private transient ListState<String> jobBudget;
+
+    /** The entries {@link #JOB_BUDGET} held after a restore, for Python once it is open. */
+    private transient List<String> restoredJobBudget;
+
+    /**
+     * Why a batch went to Python, the accumulators' name suffixes: full ({@code batch.size}),
+     * linger ({@code batch.linger-ms} after its first input), idle (its only input came after
+     * an idle gap of at least the linger), sparse (its only input came while inputs arrive
+     * more than a quarter of the linger apart on average), barrier, watermark, end (of input).
+     */
+    static final String[] CAUSES = {
+        "full", "linger", "idle", "sparse", "barrier", "watermark", "end"
+    };
+
+    private static final int FULL = 0;
+    private static final int LINGER = 1;
+    private static final int IDLE = 2;
+    private static final int SPARSE = 3;
+    private static final int BARRIER = 4;
+    private static final int WATERMARK = 5;
+    private static final int END = 6;
+
+    /** Batches handed over, by cause (index into {@link #CAUSES}). */
+    private transient LongCounter[] batches;
+
     /**
      * When the last input arrived or the last batch was processed ({@link System#nanoTime}): an
      * input that comes after an idle gap of at least {@code batch.linger-ms} goes to Python at
@@ -117,6 +183,13 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
      * latency).
      */
     private transient long lastInputNanos;
+
+    /**
+     * The average gap before an input (moving, weight 1/8; each gap counted as at most the
+     * linger, so that one long pause does not hide a burst that follows it): above a quarter
+     * of the linger, a batch's first input goes at once.
+     */
+    private transient long averageGapNanos;
 
     public AgentKeyedProcessOperator(
             Configuration config,
@@ -179,8 +252,55 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     }
 
     @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        jobBudget =
+                context.getOperatorStateStore()
+                        .getUnionListState(
+                                new ListStateDescriptor<>(
+                                        JOB_BUDGET, BasicTypeInfo.STRING_TYPE_INFO));
+        restoredJobBudget = new ArrayList<>();
+        if (context.isRestored()) {
+            for (String entry : jobBudget.get()) {
+                restoredJobBudget.add(entry);
+            }
+        }
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        // Union list state: each subtask writes its own entry only (a restore hands every
+        // subtask all of them).
+        jobBudget.clear();
+        if (python != null) {
+            Object mine = call(HOOK, "job_budget_state", subtaskIndex(), parallelism());
+            if (mine != null) {
+                jobBudget.add(mine.toString());
+            }
+        }
+    }
+
+    private int subtaskIndex() {
+        return getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+    }
+
+    private int parallelism() {
+        return getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
+    }
+
+    @Override
     public void open() throws Exception {
         super.open();
+        if (python != null && restoredJobBudget != null && !restoredJobBudget.isEmpty()) {
+            call(
+                    HOOK,
+                    "restore_job_budget",
+                    restoredJobBudget.toArray(new Object[0]),
+                    subtaskIndex(),
+                    parallelism());
+        }
+        restoredJobBudget = null;
         if (lean) {
             try {
                 inputConverter =
@@ -213,7 +333,49 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                 batchSize = (int) size;
                 lingerMs = Math.max(1, ((Number) settings[1]).longValue());
                 buffer = new ArrayList<>(batchSize);
+                // The first input comes after a gap (nanoTime's origin is arbitrary).
+                lastInputNanos = System.nanoTime() - lingerMs * 1_000_000L;
+                averageGapNanos = lingerMs * 1_000_000L;
+                batches = new LongCounter[CAUSES.length];
+                for (int i = 0; i < CAUSES.length; i++) {
+                    // Get-or-add: two agent operators chained in one task share them.
+                    batches[i] =
+                            getRuntimeContext().getLongCounter("flink-agents.batches." + CAUSES[i]);
+                }
+                admitBatches();
             }
+        }
+    }
+
+    /** Waits for free places here, between mails, instead of in Python (see the class). */
+    private void admitBatches() {
+        try {
+            MailboxExecutor mail =
+                    getContainingTask()
+                            .getMailboxExecutorFactory()
+                            .createExecutor(TaskMailbox.MIN_PRIORITY);
+            call("operation", "admit_batches");
+            anyMail = mail;
+        } catch (Exception | LinkageError e) {
+            warnOnce(
+                    "room",
+                    "flink-agents: a batch waits for its in-flight places in Python (a checkpoint"
+                            + " barrier waits for it too)",
+                    e instanceof Exception ? (Exception) e : new RuntimeException(e));
+        }
+    }
+
+    /**
+     * Returns once the slot has a free in-flight place, running the task's mails (timers,
+     * checkpoints) while it waits: the backpressure of a batch.
+     */
+    private void awaitRoom() throws Exception {
+        long slice = 0;
+        while (!Boolean.TRUE.equals(call("operation", "wait_for_room", slice))) {
+            while (anyMail.tryYield()) {
+                // each mail runs; the next slice looks at the slot again
+            }
+            slice = ROOM_WAIT_MS;
         }
     }
 
@@ -286,11 +448,24 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                         getCurrentKey(), copy(inputConverter.toExternal(element.getValue())), ts
                     });
             long arrived = System.nanoTime();
-            boolean afterGap =
-                    buffer.size() == 1 && arrived - lastInputNanos >= lingerMs * 1_000_000L;
+            long lingerNanos = lingerMs * 1_000_000L;
+            long gap = Math.min(Math.max(arrived - lastInputNanos, 0L), lingerNanos);
+            averageGapNanos += (gap - averageGapNanos) / 8;
             lastInputNanos = arrived;
-            if (buffer.size() >= batchSize || afterGap) {
-                flush();
+            if (anyMail != null && buffer.size() == 1) {
+                // A batch starts: wait for a free place (mails run meanwhile; a timer or a
+                // checkpoint may flush the buffer).
+                awaitRoom();
+                if (buffer.isEmpty()) {
+                    return;
+                }
+            }
+            if (buffer.size() == 1 && gap >= lingerNanos) {
+                flush(IDLE);
+            } else if (buffer.size() == 1 && averageGapNanos * 4 > lingerNanos) {
+                flush(SPARSE);
+            } else if (buffer.size() >= batchSize) {
+                flush(FULL);
             } else if (!flushScheduled) {
                 flushScheduled = true;
                 ProcessingTimeService time = getProcessingTimeService();
@@ -298,7 +473,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                         time.getCurrentProcessingTime() + lingerMs,
                         now -> {
                             flushScheduled = false;
-                            flush();
+                            flush(LINGER);
                         });
             }
             return;
@@ -319,12 +494,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     /**
      * Hands the buffered inputs to Python in one call and emits their outputs, each with its
      * input's timestamp (taken from the output's timestamp code, so that records are the same as
-     * without batching also when the timestamp operator only unwraps).
+     * without batching also when the timestamp operator only unwraps). {@code cause}: what sent
+     * it, counted.
      */
-    private void flush() throws Exception {
+    private void flush(int cause) throws Exception {
         if (buffer == null || buffer.isEmpty()) {
             return;
         }
+        batches[cause].add(1L);
         Object[] batch = buffer.toArray();
         buffer.clear();
         // The batch is an Object[]: wrapped, or varargs would spread it into arguments.
@@ -344,14 +521,14 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     @Override
     public void processWatermark(Watermark mark) throws Exception {
-        flush(); // inputs before the watermark are processed before its timers fire
+        flush(WATERMARK); // inputs before the watermark are processed before its timers fire
         super.processWatermark(mark);
     }
 
     @Override
     public void endInput() {
         try {
-            flush();
+            flush(END);
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
@@ -364,7 +541,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         // Inputs before the barrier are processed (finished, or waiting in keyed state)
         // before their durable records are saved.
-        flush();
+        flush(BARRIER);
         if (python != null) {
             call(HOOK, "before_barrier", checkpointId);
         }

@@ -15,7 +15,7 @@ package org.flinkagents.flink;
 public final class Contract {
 
     /** The contract version; {@code flink_agents.runtime.flink.entry.CONTRACT_VERSION}. */
-    public static final String VERSION = "2";
+    public static final String VERSION = "3";
 
     private Contract() {}
 
