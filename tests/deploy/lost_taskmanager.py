@@ -12,16 +12,23 @@ checkpoint on the survivor and the new TaskManager. Used by
 ``tests/deploy/test_lost_taskmanager.py`` and ``benchmarks/lost_taskmanager.py``.
 
 Which model calls are made again: the job restarts as a whole from the last completed
-checkpoint C. A call that completed before C's barrier passed the agent operator is not
-repeated: its run was committed before the barrier (its output is in C's sink transaction)
-or its durable record was saved right before the barrier. Every call that completed after
-the barrier, until the failed attempt's tasks were cancelled (on the killed TaskManager
-until the kill, on the survivor until Flink noticed the loss), is made again. So the
-repeated calls are at most the calls that completed between C's trigger (before its
-barrier) and the end of the failed attempt: :func:`repeat_bound` counts them from the
-calls' times, and they are at most the call rate (parallelism x ``max-in-flight`` /
-latency) times that window, whose length is the time since C (less than the checkpoint
-interval plus a checkpoint's duration) plus the time to notice the loss.
+checkpoint C (the keyBy joins every subtask into one failover region). A call that completed
+before C's barrier passed the agent operator is not repeated: its run was committed before
+the barrier (its output is in C's sink transaction) or its durable record was saved right
+before the barrier. Every call that completed after the barrier, until the failed attempt's
+tasks were cancelled (on the killed TaskManager until the kill, on the survivor until Flink
+noticed the loss and cancelled them), is made again. So the repeated calls are at most the
+calls that completed between C's trigger (before its barrier) and the end of the failed
+attempt's agent tasks: :func:`repeat_bound` counts them from the calls' times. In rates::
+
+    repeated <= rate x (kill - C's trigger) + survivor's rate x (detection + cancellation)
+
+where ``rate`` is the job's call rate (parallelism x ``max-in-flight`` / latency when the
+agent is saturated), ``kill - C's trigger`` is less than the checkpoint interval plus a
+checkpoint's duration, ``detection`` is ``heartbeat.interval`` x
+``heartbeat.rpc-failure-threshold`` at most here (the JobManager's heartbeat RPCs to the dead
+TaskManager fail; a job whose survivors still read from the dead TaskManager fails sooner, on
+the broken connection) and ``cancellation`` is the time the survivor's tasks take to stop.
 """
 
 from __future__ import annotations
@@ -42,6 +49,13 @@ LATENCY = 0.2
 # rate times the time between checkpoints must stay well under 5 % of the 4,000 calls.
 MAX_IN_FLIGHT = 8
 CHECKPOINT_MS = 300
+#: How the JobManager notices a lost TaskManager: heartbeat RPCs every ``interval`` ms; a
+#: TaskManager is marked unreachable after ``threshold`` consecutive RPCs failed (a dead
+#: process refuses them), or after ``timeout`` ms without an answer (a silent one: hung or
+#: cut off; under load a TaskManager starting a job's Python can miss 5 s, so the timeout
+#: stays long). The advice of docs/user-guide/operations/checkpointing.md; Flink's defaults
+#: (10 s x 2, 50 s) notice a dead TaskManager after up to 20 s.
+HEARTBEAT = {"interval": 1000, "threshold": 2, "timeout": 20000}
 JOB = Path(__file__).resolve()
 
 
@@ -110,8 +124,9 @@ def repeat_bound(calls: list[dict[str, Any]], *, since: float, until: float) -> 
 
     Returns:
         ``repeated`` (calls beyond one per input), ``window_calls`` (calls completed in
-        ``[since, until]``: the bound), ``first_before`` (repeated inputs whose first call
-        completed before ``since``: 0 when the explanation holds) and ``window_s``.
+        ``[since, until]``: the bound), ``first_before`` and ``first_after`` (repeated
+        inputs whose first call completed before ``since`` or after ``until``: 0 when the
+        explanation holds) and ``window_s``.
     """
     first: dict[int, float] = {}
     seen: dict[int, int] = {}
@@ -123,6 +138,7 @@ def repeat_bound(calls: list[dict[str, Any]], *, since: float, until: float) -> 
         "repeated": repeated,
         "window_calls": sum(1 for c in calls if since <= c["t"] <= until),
         "first_before": sum(1 for i, n in seen.items() if n > 1 and first[i] < since),
+        "first_after": sum(1 for i, n in seen.items() if n > 1 and first[i] > until),
         "window_s": until - since,
     }
 
@@ -142,16 +158,54 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _stop(workdir: Path) -> None:
+    """Stop the cluster; what the stop script missed (the replacement TaskManager, or all
+    of it when the script timed out on a busy machine) is killed."""
+    from flink_agents.errors import ClusterError
+    from flink_agents.ops import cluster
+
+    try:
+        cluster.stop_cluster(workdir, timeout=180)
+    except ClusterError:
+        pass  # the figures are taken; the processes go below
+    for pid_file in (workdir / "pid").glob("*.pid"):
+        for pid in pid_file.read_text(encoding="utf-8").split():
+            if pid.isdigit() and _alive(int(pid)):
+                os.kill(int(pid), signal.SIGKILL)
+
+
 def _all_running(rest: str, job_id: str) -> bool:
     from flink_agents.ops import jobs
 
     detail = jobs._call(rest, "GET", f"/jobs/{job_id}")
     counts = [v.get("tasks", {}) for v in detail.get("vertices", [])]
-    return bool(counts) and all(c.get("RUNNING", 0) == sum(c.values()) for c in counts)
+    # A restarted source may have finished already (its input is small).
+    return bool(counts) and all(
+        c.get("RUNNING", 0) + c.get("FINISHED", 0) == sum(c.values()) for c in counts
+    )
 
 
-def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) -> dict[str, Any]:
-    """Run the scenario in ``tmp``; the figures and the outputs (the cluster is stopped)."""
+def heartbeat_config(heartbeat: dict[str, int] | None = None) -> dict[str, Any]:
+    """Flink's configuration for ``heartbeat`` (:data:`HEARTBEAT` when None)."""
+    beat = {**HEARTBEAT, **(heartbeat or {})}
+    return {
+        "heartbeat.interval": beat["interval"],
+        "heartbeat.timeout": beat["timeout"],
+        "heartbeat.rpc-failure-threshold": beat["threshold"],
+    }
+
+
+def run_scenario(
+    tmp: Path,
+    *,
+    kill_at: float = 0.25,
+    timeout: float = 300.0,
+    heartbeat: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """Run the scenario in ``tmp``; the figures and the outputs (the cluster is stopped).
+
+    ``heartbeat`` overrides parts of :data:`HEARTBEAT` (``interval``, ``threshold``,
+    ``timeout``)."""
     from flink_agents.ops import cluster, jobs
     from flink_agents.testing.minicluster import committed_records
     from flink_agents.testing.ports import free_port
@@ -165,13 +219,8 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
         port=port,
         slots=2,
         taskmanagers=2,
-        # A lost TaskManager is noticed within seconds (defaults: 10 s beats, 50 s timeout);
-        # the restored checkpoint's trigger time stays in the history.
-        extra_config={
-            "heartbeat.interval": 1000,
-            "heartbeat.timeout": 5000,
-            "web.checkpoints.history": 1000,
-        },
+        # The restored checkpoint's trigger time stays in the history.
+        extra_config={**heartbeat_config(heartbeat), "web.checkpoints.history": 1000},
     )
     try:
         started = time.monotonic() - began
@@ -206,8 +255,10 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
             start_new_session=True,
         )
         # Recovered: the job restarted (a restart counted) and every task runs again.
-        recovered = None
+        recovered = replaced = None
         while recovered is None:
+            if replaced is None and _taskmanagers(rest) >= 2:
+                replaced = time.monotonic() - killed
             assert time.monotonic() < deadline, "the job did not recover"
             detail = jobs._call(rest, "GET", f"/jobs/{job_id}")
             state = detail.get("state")
@@ -226,29 +277,29 @@ def run_scenario(tmp: Path, *, kill_at: float = 0.25, timeout: float = 300.0) ->
             "state": state,
             "restored": int(counts.get("restored", 0)),
             **_repeats(rest, job_id, stats, read_calls(calls), killed_at),
+            "restarted_after_kill_s": _restarted_at(rest, job_id) - killed_at,
             "outputs": outputs,
             "calls": _lines(calls),
             "calls_at_kill": calls_at_kill,
             "runs": total,
             "restarts": _restarts(rest, job_id),
             "recovery_s": recovered,
+            "replacement_registered_s": replaced,
             "cluster_start_s": started,
             "after_kill_s": finished - killed,
             "scenario_s": finished - began,
         }
     finally:
-        cluster.stop_cluster(workdir)
-        for pid in _taskmanager_pids(workdir):  # the replacement, if stop missed it
-            os.kill(pid, signal.SIGKILL)
+        _stop(workdir)
 
 
 def _repeats(
     rest: str, job_id: str, stats: dict[str, Any], calls: list[dict[str, Any]], killed_at: float
 ) -> dict[str, Any]:
     """The repeated calls against their bound: the window from the restored checkpoint's
-    trigger to the failure Flink noticed (its exception's time) plus one model latency (a
-    call in progress then still completes: the slot waits for it at close), and the kill's
-    distance from that checkpoint and from the failure."""
+    trigger to the end of the failed attempt's agent tasks, and its parts (the kill's
+    distance from that trigger, the time Flink took to notice the loss, the time the
+    survivor's agent tasks took to stop after that)."""
     from flink_agents.ops import jobs
 
     restored = (stats.get("latest") or {}).get("restored") or {}
@@ -258,18 +309,53 @@ def _repeats(
         failures = jobs._call(rest, "GET", f"/jobs/{job_id}/exceptions")
         entries = failures.get("exceptionHistory", {}).get("entries", [])
         noticed = min(int(e["timestamp"]) for e in entries) / 1000 if entries else None
+        stopped = _failed_attempt_end(rest, job_id)
     except Exception:  # noqa: BLE001 - the figures only: reported as unknown
-        noticed = None
-    if checkpoint is None or noticed is None:
+        noticed = stopped = None
+    if checkpoint is None or noticed is None or stopped is None:
         return {"repeated": None}
     since = int(checkpoint["trigger_timestamp"]) / 1000
-    bound = repeat_bound(calls, since=since, until=noticed + LATENCY)
+    bound = repeat_bound(calls, since=since, until=stopped)
     return {
         **bound,
         "kill_after_checkpoint_s": killed_at - since,
         "noticed_after_kill_s": noticed - killed_at,
+        "stopped_after_noticed_s": stopped - noticed,
         "rate_bound": int(4 * MAX_IN_FLIGHT / LATENCY * bound["window_s"]),
     }
+
+
+def _failed_attempt_end(rest: str, job_id: str) -> float | None:
+    """Epoch seconds when the last agent task of the first (failed) attempt ended."""
+    from flink_agents.ops import jobs
+
+    detail = jobs._call(rest, "GET", f"/jobs/{job_id}")
+    ends = []
+    for vertex in detail.get("vertices", []):
+        if "flink-agents" not in vertex.get("name", ""):
+            continue
+        for index in range(int(vertex.get("parallelism", 0))):
+            attempt = jobs._call(
+                rest,
+                "GET",
+                f"/jobs/{job_id}/vertices/{vertex['id']}/subtasks/{index}/attempts/0",
+            )
+            ends.append(int(attempt.get("end-time", -1)))
+    return max(ends) / 1000 if ends and min(ends) > 0 else None
+
+
+def _restarted_at(rest: str, job_id: str) -> float:
+    """Epoch seconds when the job was RUNNING again after its restart."""
+    from flink_agents.ops import jobs
+
+    stamps = jobs._call(rest, "GET", f"/jobs/{job_id}").get("timestamps", {})
+    return int(stamps.get("RUNNING", 0)) / 1000
+
+
+def _taskmanagers(rest: str) -> int:
+    from flink_agents.ops import jobs
+
+    return len(jobs._call(rest, "GET", "/taskmanagers").get("taskmanagers", []))
 
 
 def _restarts(rest: str, job_id: str) -> int:
@@ -300,7 +386,7 @@ def run_jobmanager_scenario(
         port=port,
         slots=2,
         taskmanagers=2,
-        extra_config={"heartbeat.interval": 1000, "heartbeat.timeout": 5000},
+        extra_config=heartbeat_config(),
     )
     try:
         args = [str(out_dir), str(calls)]
@@ -369,11 +455,7 @@ def run_jobmanager_scenario(
             "after_kill_s": time.monotonic() - killed,
         }
     finally:
-        cluster.stop_cluster(workdir)
-        for f in (workdir / "pid").glob("*.pid"):
-            for p in f.read_text(encoding="utf-8").split():
-                if p.isdigit() and _alive(int(p)):
-                    os.kill(int(p), signal.SIGKILL)
+        _stop(workdir)
 
 
 if __name__ == "__main__":
