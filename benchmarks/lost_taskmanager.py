@@ -12,8 +12,8 @@ Next to the repeated calls, their bound (``tests/deploy/lost_taskmanager.py`` sa
 the calls that completed between the restored checkpoint's trigger and the end of the failed
 attempt's agent tasks, and that window's parts: the kill's distance from the restored
 checkpoint (at most the checkpoint interval plus a checkpoint's duration, under load more),
-the time Flink took to notice the loss (at most heartbeat.interval x
-heartbeat.rpc-failure-threshold) and the time the survivor's tasks took to stop; the rate
+the time Flink took to notice the loss (heartbeat.interval x heartbeat.rpc-failure-threshold
+plus the JVMs' reaction) and the time the survivor's tasks took to stop; the rate
 bound is the largest call rate (parallelism x max-in-flight / latency) times the window.
 
 ``--heartbeat 1000x2 --heartbeat 500x1`` alternates heartbeat settings run by run.

@@ -26,9 +26,9 @@ attempt's agent tasks: :func:`repeat_bound` counts them from the calls' times. I
 where ``rate`` is the job's call rate (parallelism x ``max-in-flight`` / latency when the
 agent is saturated), ``kill - C's trigger`` is less than the checkpoint interval plus a
 checkpoint's duration, ``detection`` is ``heartbeat.interval`` x
-``heartbeat.rpc-failure-threshold`` at most here (the JobManager's heartbeat RPCs to the dead
-TaskManager fail; a job whose survivors still read from the dead TaskManager fails sooner, on
-the broken connection) and ``cancellation`` is the time the survivor's tasks take to stop.
+``heartbeat.rpc-failure-threshold`` plus the JVMs' reaction (the JobManager's heartbeat RPCs
+to the dead TaskManager fail; survivors still reading from the dead TaskManager fail sooner,
+on the broken connection) and ``cancellation`` is the time the survivor's tasks take to stop.
 """
 
 from __future__ import annotations
