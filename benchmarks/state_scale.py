@@ -8,6 +8,9 @@ after key (``k{n % keys}``). The same state is held by two jobs:
 - ``agent``: an agent whose one action does the above through ``ctx.short_term_memory``
   (thread mode, the operator's MapState of flattened paths);
 - ``baseline``: a PyFlink ``KeyedProcessFunction`` with two pickled ``ValueState`` s;
+- ``onevalue`` (diagnostic, not run by default): a keyed function holding the same bytes
+  as the agent's layout 2, one pickled ``ValueState`` ``{profile, history}`` read and
+  rewritten whole by every input: Flink's own cost of that layout;
 - ``mapscan`` (diagnostic, not run by default): the same function with both values in one
   ``MapState`` that each input reads by iterating it (``items()``): how the agent read its
   memory before layout version 2, without the agent's own per-run cost;
@@ -125,6 +128,24 @@ class Baseline(KeyedProcessFunction):
             self._profile.update(PROFILE)
         history = _next_history(value["key"], self._history.value(), value["i"])
         self._history.update(history)
+        yield {"key": value["key"], "turns": len(history)}
+
+
+class OneValue(KeyedProcessFunction):
+    """The same state as the agent's layout 2: one pickled ValueState ``{profile, history}``
+    per key, read once and rewritten whole by every input."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        pickled = Types.PICKLED_BYTE_ARRAY()
+        self._memory = runtime_context.get_state(ValueStateDescriptor("memory", pickled))
+
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Any:
+        memory = dict(self._memory.value() or {})
+        if memory.get("profile") is None:
+            memory["profile"] = PROFILE
+        history = _next_history(value["key"], memory.get("history"), value["i"])
+        memory["history"] = history
+        self._memory.update(memory)
         yield {"key": value["key"], "turns": len(history)}
 
 
@@ -287,12 +308,13 @@ def _build(
         .filter(lambda r: r is not None)
         .uid("live")
     )
-    if kind in ("baseline", "mapscan", "mapget"):
+    if kind in ("baseline", "onevalue", "mapscan", "mapget"):
         agents_env.configure_workers()
+        function = {"baseline": Baseline, "onevalue": OneValue}.get(kind)
         out = (
             records.key_by(lambda r: r["key"])
             .process(
-                Baseline() if kind == "baseline" else MapScan(scan=kind == "mapscan"),
+                function() if function else MapScan(scan=kind == "mapscan"),
                 output_type=Types.PICKLED_BYTE_ARRAY(),
             )
             .uid("state")
