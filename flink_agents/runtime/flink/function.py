@@ -383,12 +383,12 @@ class AgentProcessFunction(KeyedProcessFunction):
                 # No free place, and the operator admits whole batches: the input queues
                 # for one in the slot (below, as a key's later input does), its key's work
                 # is kept like a running key's.
-                work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
+                work = KeyWork(key, state.load_memory(key), persist_memory=not self._keyless)
                 self._keep(work)
             else:
                 # A key without work: its input takes a place and starts the key's chain.
                 work = KeyWork(
-                    key, state.load_memory(), persist_memory=not self._keyless, first=item
+                    key, state.load_memory(key), persist_memory=not self._keyless, first=item
                 )
                 if slot.start_and_settle(work):
                     # The synchronous path: the chain has stopped, what it finished is
@@ -461,7 +461,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         durable = state.load_durable()
-        work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
+        work = KeyWork(key, state.load_memory(key), persist_memory=not self._keyless)
         work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
         for item_id, calls in durable.items():
             work.live[item_id] = dict(calls)
