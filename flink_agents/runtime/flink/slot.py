@@ -429,8 +429,7 @@ class SlotRuntime:
             if not gate.acquire(True, WAIT_SLICE):
                 self.wait_for(lambda t: gate.acquire(True, t), "the slot's event loop")
             try:
-                task = loop.create_task(self._chain(work))
-                loop.run_borrowed(task, _SETTLE_HOPS + 1)
+                loop.start_borrowed(self._chain(work), _SETTLE_HOPS)
             finally:
                 gate.release()
             return work.idle
