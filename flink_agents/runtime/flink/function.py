@@ -501,9 +501,12 @@ class AgentProcessFunction(KeyedProcessFunction):
             self.before_barrier(None)
             return
         if self.metrics is not None:
-            # Runs finished on the loop thread are counted; hand them to Flink now (the
-            # drain timer at the end of input may wait a long time).
-            self.metrics.publish()
+            # Runs finished on the loop thread are counted; hand them to Flink when the
+            # interval has passed (not at every timer: with a timer per finished run, a
+            # publication each, walking every metric and calling into Java for each change,
+            # cost the operator thread more than the commit) and when the last key's work
+            # ends (below); the drain timer publishes while it waits.
+            self.metrics.maybe_publish()
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         key = ctx.get_current_key()
@@ -545,6 +548,8 @@ class AgentProcessFunction(KeyedProcessFunction):
             done, waits = work.seq.done, work.seq.waits_for_decision
         if done:
             del self._active[key]
+            if not self._active and self.metrics is not None:
+                self.metrics.publish()  # no run is left: the counts are final for now
             if work.timer_at is not None:
                 service.delete_processing_time_timer(work.timer_at)
             if not drain:
