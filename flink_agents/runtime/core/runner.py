@@ -18,6 +18,7 @@ import inspect
 import itertools
 import logging
 import time
+import types
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -79,6 +80,8 @@ from flink_agents.runtime.resources import ResourceCache
 from flink_agents.secrets import mask_exception, registered_masker
 
 log = logging.getLogger("flink_agents.runtime")
+
+_CoroutineType = types.CoroutineType
 
 #: Events the runtime makes for whoever wants them: no warning when no action listens.
 _FRAMEWORK_TYPES = MEMORY_EVENT_TYPES | {AgentRunBeginEvent.EVENT_TYPE}
@@ -471,7 +474,10 @@ class AgentRunner:
                     scope_token = USAGE_SCOPE.set(scope)
                 try:
                     returned = function(event, ctx)
-                    if returned is not None and inspect.isawaitable(returned):
+                    # A coroutine (an async action) without inspect's Python-level checks.
+                    if returned is not None and (
+                        type(returned) is _CoroutineType or inspect.isawaitable(returned)
+                    ):
                         if timeout is None:
                             await returned
                         else:

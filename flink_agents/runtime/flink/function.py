@@ -394,8 +394,9 @@ class AgentProcessFunction(KeyedProcessFunction):
                     # The synchronous path: the chain has stopped, what it finished is
                     # committed and emitted now (read without the lock: the work is not
                     # shared); nothing of it is in keyed state (unless it paused for
-                    # approval: _pause keeps it).
-                    yield from self._commit(work, work.seq.collect(), ctx)
+                    # approval: _pause keeps it), and the work is dropped after: nothing
+                    # of a committed input to forget.
+                    yield from self._commit(work, work.seq.collect(), ctx, kept=False)
                     return
                 self._keep_first(work, item, ctx)
                 self._arm(work, ctx)
@@ -594,10 +595,12 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(
-        self, work: KeyWork, decisions: Sequence[Decision], ctx: Any = None
+        self, work: KeyWork, decisions: Sequence[Decision], ctx: Any = None, kept: bool = True
     ) -> Iterator[Any]:
         """Do what the key's protocol decided about its finished runs, in input order: emit
-        and commit, pause, fail (``ctx``: the function's context, for timers)."""
+        and commit, pause, fail (``ctx``: the function's context, for timers). ``kept``:
+        False when ``work`` is dropped after (the synchronous path): what it holds of the
+        committed inputs needs no forgetting."""
         state = self.state
         assert state is not None
         packed = self.packed
@@ -625,7 +628,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 raise decision.error
             else:
                 self._apply(work, decision, ctx)
-        if work.stored or work.persisted or work.live:
+        if work.stored or work.persisted or (kept and work.live):
             committed = {d.item.id for d in decisions if type(d) is Commit}
             if committed:
                 self._forget(work, committed)

@@ -78,7 +78,7 @@ class GatedLoop(asyncio.SelectorEventLoop):
         previous = asyncio._get_running_loop()
         asyncio._set_running_loop(self)
         try:
-            self.call_soon = self._first_step  # type: ignore[method-assign]
+            self.call_soon = self._first_step  # type: ignore[method-assign,assignment]
             try:
                 task = self.create_task(coro)
             finally:

@@ -148,7 +148,7 @@ class KeyWork:
         pending marker (a call with a reconciler), which must then be saved again."""
         with self.lock:
             self.live.setdefault(item_id, {})[call_id] = rec
-            if (item_id, call_id) in self.persisted:
+            if self.persisted and (item_id, call_id) in self.persisted:
                 self.stale.add((item_id, call_id))
 
     def mark_persisted(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
