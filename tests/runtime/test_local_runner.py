@@ -27,6 +27,8 @@ def _thread_name() -> str:
 
 #: Keys whose slow run was cancelled.
 CANCELLED: list[str] = []
+#: Keys whose slow run began to wait.
+WAITING: list[str] = []
 
 
 class BlockingCallsAgent(Agent):
@@ -42,8 +44,9 @@ class BlockingCallsAgent(Agent):
         if event.input == "bad":
             raise ValueError("bad input")
         if event.input == "slow":
+            WAITING.append(ctx.key)
             try:
-                await asyncio.sleep(5)  # never ends by itself in these tests
+                await asyncio.sleep(120)  # never ends by itself in these tests
             except asyncio.CancelledError:
                 CANCELLED.append(ctx.key)
                 raise
@@ -117,18 +120,29 @@ async def test_batches_run_from_inside_a_running_loop():
 def test_close_cancels_a_batch_interrupted_by_ctrl_c():
     """Ctrl-C stops the loop in the middle of a batch; close() still ends its runs."""
     CANCELLED.clear()
+    WAITING.clear()
     runner = LocalRunner(_plan())
     # A real SIGINT to the main thread (interrupt_main() only sets a flag, seen when the
-    # loop wakes up next): the loop's wait is interrupted whenever the timer fires.
+    # loop wakes up next), sent once every run waits (a fixed delay raced the runs' start
+    # on a loaded machine): the loop's wait is interrupted then.
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
+    stop = threading.Event()
+
+    def interrupt() -> None:
+        while len(WAITING) < 5 and not stop.wait(0.01):
+            pass
+        if not stop.is_set():
+            signal.pthread_kill(main, signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt, daemon=True)
+    sender.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             runner.run([(f"k{i}", "slow") for i in range(5)])
     finally:
-        timer.cancel()
+        stop.set()
+        sender.join()
     assert CANCELLED == []  # interrupted, not yet cancelled
     runner.close()
     assert sorted(CANCELLED) == [f"k{i}" for i in range(5)]

@@ -94,6 +94,10 @@ class _Counted:
         return counted
 
 
+#: Keys :class:`KeyedState` remembers as looked up in layout 1 (see ``_legacy_seen``).
+_LEGACY_SEEN_MAX = 100_000
+
+
 class KeyedState:
     """The function's keyed state, of the state backend's current key.
 
@@ -151,6 +155,12 @@ class KeyedState:
         #: (None: not known). Valid only while the input is processed: setting
         #: ``batch_key`` (the next input, or None at the batch's end) forgets it.
         self._known: dict[str, Any] | None = None
+        #: Keys whose layout-1 memory was looked up (nothing is left there: it moved, or
+        #: there was none; layout 1 is never written): not looked up again, so a key that
+        #: never writes memory costs one lookup, not one per run (in process mode, each a
+        #: request to the JVM). Bounded: forgotten all at once when full (a key looked up
+        #: again finds nothing there: one request more).
+        self._legacy_seen: set[Any] = set()
         #: Why ``keys`` is None, or why ``check_restored`` / ``memory_unused`` could not be
         #: decided (set by :meth:`open`; None: no problem).
         self.keys_problem: str | None = None
@@ -252,9 +262,10 @@ class KeyedState:
         return self.keys.current()  # type: ignore[union-attr]  # callers check keys
 
     # -- short-term memory --------------------------------------------------------------------
-    def load_memory(self) -> dict[str, Any]:
+    def load_memory(self, key: Any = None) -> dict[str, Any]:
         """The key's committed memory (one point lookup); cleared first when its TTL has
-        passed. The caller may not change the dict returned."""
+        passed. The caller may not change the dict returned. ``key`` (the current key)
+        lets layout 1's memory be looked up once per key instead of per run."""
         if self.memory_unused:
             return {}
         # Known for the commit below only when this input switched the backend to its key
@@ -264,7 +275,14 @@ class KeyedState:
         self.use_key()
         memory: dict[str, Any] | None = self.memory.value()
         if memory is None:
-            memory = self._migrate() if self.legacy_memory is not None else {}
+            if self.legacy_memory is None or (key is not None and key in self._legacy_seen):
+                memory = {}
+            else:
+                memory = self._migrate()
+                if key is not None:
+                    if len(self._legacy_seen) >= _LEGACY_SEEN_MAX:
+                        self._legacy_seen.clear()
+                    self._legacy_seen.add(key)
         elif self._expired():
             self.memory.clear()
             memory = {}
