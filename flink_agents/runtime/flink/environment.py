@@ -77,6 +77,10 @@ _CONTRACT_CLASS = "org.flinkagents.flink.Contract"
 EXECUTION_MODE = "python.execution-mode"
 #: Agents-config key: extra directories for the Python workers' path.
 PYTHONPATH = "python.pythonpath"
+#: Resource arguments that pace calls at a provider's quota (docs/rate-limits.md).
+_PACED_LIMITS = ("requests_per_minute", "tokens_per_minute")
+#: The rate-limits page's section on checkpoints (named in the warning below).
+_CHECKPOINTS_DOC = "docs/rate-limits.md#checkpoints-while-calls-wait"
 
 
 #: The Java operator that unwraps the function's pairs and puts timestamps back (bridge jar).
@@ -224,6 +228,11 @@ def keyed_process(
     return internals.transform(keyed, "KEYED PROCESS", j_output_type, j_operator)
 
 
+def _paced_limits(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The declared limits among a resource's ``arguments`` that pace its calls."""
+    return {k: arguments[k] for k in _PACED_LIMITS if arguments.get(k) is not None}
+
+
 def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:
     names = type_info.get_field_names()
 
@@ -307,6 +316,7 @@ class FlinkAgentBuilder(AgentBuilder):
         check_java_resources(plan, self._env.execution_mode())
         self._uid = self._env.operator_uid(uid, type(agent).__name__)
         self._plan = plan
+        self._env._plans.append(plan)
         return self
 
     def _pairs(self, output_type: TypeInformation, *, packed: bool = False) -> DataStream:
@@ -479,6 +489,9 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self._t_env = t_env
         self._jars_added = False
         self._uids: set[str] = set()
+        #: The plans applied on this environment (checked by :meth:`configure_workers`).
+        self._plans: list[AgentPlan] = []
+        self._checkpoints_checked = False
         # PyFlink fixes a Python operator's execution mode when the operator is created:
         # set it now, so that operators built on ``env`` from here on (e.g. a map before
         # ``from_datastream``) run in the agents' mode too instead of in PyFlink's default
@@ -572,9 +585,50 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
 
     # -- worker setup ----------------------------------------------------------------------------
     def configure_workers(self) -> None:
-        """Make the Python workers find this interpreter, its packages and the jars."""
+        """Make the Python workers find this interpreter, its packages and the jars; warn
+        about aligned checkpoints in front of paced calls (:meth:`check_checkpointing`)."""
         self._configure_python()
         self._add_jars()
+        if not self._checkpoints_checked:
+            self._checkpoints_checked = True
+            problem = self.check_checkpointing()
+            if problem:
+                log.warning("%s", problem)
+
+    def check_checkpointing(self) -> str | None:
+        """What is wrong with the job's checkpointing for the agents applied so far, or None.
+
+        An aligned checkpoint barrier waits behind the records queued in the network buffers
+        in front of an agent, and a backpressured agent takes them only as calls free their
+        places: under a declared quota (``requests_per_minute`` / ``tokens_per_minute``) at
+        the quota's pace, so such a checkpoint takes the queue's length divided by the quota
+        (measured: 3-22 s under 10 calls a second). Reported when checkpointing is on,
+        unaligned checkpoints are off and a resource declares such a limit.
+        """
+        paced = [
+            f"{provider.name!r} ({', '.join(f'{k}={v}' for k, v in limits.items())})"
+            for plan in self._plans
+            for providers in plan.resource_providers.values()
+            for provider in providers.values()
+            if (limits := _paced_limits(provider.arguments or provider.serialized or {}))
+        ]
+        if not paced:
+            return None
+        checkpoints = self._env.get_checkpoint_config()
+        if not checkpoints.is_checkpointing_enabled() or (
+            checkpoints.is_unaligned_checkpoints_enabled()
+        ):
+            return None
+        return (
+            f"aligned checkpoints with paced model calls ({', '.join(sorted(set(paced)))}): "
+            "a checkpoint barrier waits behind the inputs queued in front of the agent, which "
+            "it takes only at the quota's pace, so checkpoints can take many seconds. Enable "
+            "unaligned checkpoints (env.get_checkpoint_config()"
+            ".enable_unaligned_checkpoints()), or keep them aligned until a timeout: "
+            "enable_unaligned_checkpoints() and set_aligned_checkpoint_timeout("
+            "Duration.of_seconds(1)) (execution.checkpointing.aligned-checkpoint-timeout; "
+            f"job-level). See {_CHECKPOINTS_DOC}"
+        )
 
     def _configure_python(self) -> None:
         """The execution mode, interpreter and path of the job's Python operators."""
