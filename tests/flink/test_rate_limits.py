@@ -219,14 +219,15 @@ def test_the_jobs_hourly_count_survives_a_failure_and_restore() -> None:
     assert calls == 3
 
 
-def test_aligned_checkpoints_with_a_declared_quota_are_warned_about(
+def test_checkpoints_that_would_wait_for_a_declared_quota_are_warned_about(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from pyflink.common import Duration
 
-    # No job runs: the check reads the environment's checkpoint config and the plans.
-    def build(checkpoints: str, **limits: Any) -> Any:
-        env, agents_env = make_env()
+    # No job runs: the check reads the environment's configuration and the plans.
+    def build(checkpoints: str, mode: str = "thread", bundle: int = 0, **limits: Any) -> Any:
+        flink_config = {"python.fn-execution.bundle.size": str(bundle)} if bundle else {}
+        env, agents_env = make_env(mode=mode, flink_config=flink_config)
         if checkpoints != "off":
             env.enable_checkpointing(1000)
         config = env.get_checkpoint_config()
@@ -245,6 +246,7 @@ def test_aligned_checkpoints_with_a_declared_quota_are_warned_about(
     assert problem is not None
     assert "'conn' (requests_per_minute=600)" in problem
     assert "aligned-checkpoint-timeout" in problem and "enable_unaligned_checkpoints" in problem
+    assert "bundle" not in problem  # thread mode
     with caplog.at_level("WARNING", logger="flink_agents.runtime.flink"):
         paced.configure_workers()
         paced.configure_workers()  # once per environment
@@ -255,3 +257,10 @@ def test_aligned_checkpoints_with_a_declared_quota_are_warned_about(
     assert build("timeout", requests_per_minute=600).check_checkpointing() is None
     assert build("off", requests_per_minute=600).check_checkpointing() is None
     assert build("aligned").check_checkpointing() is None
+    # Process mode: a Python operator's bundle in front of the agent holds checkpoints
+    # (unaligned too) unless it is small.
+    bundled = build("unaligned", mode="process", requests_per_minute=600).check_checkpointing()
+    assert bundled is not None and "python.fn-execution.bundle.size = 100000" in bundled
+    assert "aligned-checkpoint-timeout" not in bundled
+    small = build("unaligned", mode="process", bundle=10, requests_per_minute=600)
+    assert small.check_checkpointing() is None

@@ -79,6 +79,11 @@ EXECUTION_MODE = "python.execution-mode"
 PYTHONPATH = "python.pythonpath"
 #: Resource arguments that pace calls at a provider's quota (docs/rate-limits.md).
 _PACED_LIMITS = ("requests_per_minute", "tokens_per_minute")
+#: PyFlink's bundle size option (process mode), and the most records a bundle of a Python
+#: operator in front of a paced agent may hold (measured: 10 kept checkpoints under 1 s at
+#: 10 calls a second; 100,000, the default, let none complete).
+_BUNDLE_SIZE = "python.fn-execution.bundle.size"
+_PROCESS_BUNDLE = 10
 #: The rate-limits page's section on checkpoints (named in the warning below).
 _CHECKPOINTS_DOC = "docs/rate-limits.md#checkpoints-while-calls-wait"
 
@@ -598,12 +603,17 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
     def check_checkpointing(self) -> str | None:
         """What is wrong with the job's checkpointing for the agents applied so far, or None.
 
-        An aligned checkpoint barrier waits behind the records queued in the network buffers
-        in front of an agent, and a backpressured agent takes them only as calls free their
-        places: under a declared quota (``requests_per_minute`` / ``tokens_per_minute``) at
-        the quota's pace, so such a checkpoint takes the queue's length divided by the quota
-        (measured: 3-22 s under 10 calls a second). Reported when checkpointing is on,
-        unaligned checkpoints are off and a resource declares such a limit.
+        Calls waiting for a declared quota (``requests_per_minute`` / ``tokens_per_minute``)
+        backpressure the agent, which then takes an input only as a call frees its place, at
+        the quota's pace. Two things wait behind that (measured: docs/rate-limits.md):
+
+        - an aligned checkpoint barrier waits behind the records queued in the network
+          buffers in front of the agent (2-22 s under 10 calls a second): reported when
+          unaligned checkpoints are off;
+        - in process mode a Python operator's bundle (``python.fn-execution.bundle.size``,
+          100,000 by default) emits its results from the task thread, which blocks on the
+          backpressured output while the checkpoint's trigger waits, unaligned too (no
+          checkpoint completed in 80 s): reported above :data:`_PROCESS_BUNDLE` records.
         """
         paced = [
             f"{provider.name!r} ({', '.join(f'{k}={v}' for k, v in limits.items())})"
@@ -612,22 +622,34 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
             for provider in providers.values()
             if (limits := _paced_limits(provider.arguments or provider.serialized or {}))
         ]
-        if not paced:
-            return None
         checkpoints = self._env.get_checkpoint_config()
-        if not checkpoints.is_checkpointing_enabled() or (
-            checkpoints.is_unaligned_checkpoints_enabled()
-        ):
+        if not paced or not checkpoints.is_checkpointing_enabled():
+            return None
+        problems = []
+        if not checkpoints.is_unaligned_checkpoints_enabled():
+            problems.append(
+                "aligned checkpoints wait behind the inputs queued in front of the agent, which "
+                "it takes only at the quota's pace: enable unaligned checkpoints "
+                "(env.get_checkpoint_config().enable_unaligned_checkpoints()), or keep them "
+                "aligned until a timeout: enable_unaligned_checkpoints() and "
+                "set_aligned_checkpoint_timeout(Duration.of_seconds(1)) "
+                "(execution.checkpointing.aligned-checkpoint-timeout; job-level)"
+            )
+        if self.execution_mode() == "process":
+            conf = internals.environment_config(self._env)
+            bundle = int(conf.getString(_BUNDLE_SIZE, None) or 100_000)
+            if bundle > _PROCESS_BUNDLE:
+                problems.append(
+                    f"in process mode a checkpoint also waits for the results of a Python "
+                    f"operator's bundle ({_BUNDLE_SIZE} = {bundle}) to pass the backpressured "
+                    f"agent: set {_BUNDLE_SIZE} to {_PROCESS_BUNDLE} or less (job-level), "
+                    "or use thread mode"
+                )
+        if not problems:
             return None
         return (
-            f"aligned checkpoints with paced model calls ({', '.join(sorted(set(paced)))}): "
-            "a checkpoint barrier waits behind the inputs queued in front of the agent, which "
-            "it takes only at the quota's pace, so checkpoints can take many seconds. Enable "
-            "unaligned checkpoints (env.get_checkpoint_config()"
-            ".enable_unaligned_checkpoints()), or keep them aligned until a timeout: "
-            "enable_unaligned_checkpoints() and set_aligned_checkpoint_timeout("
-            "Duration.of_seconds(1)) (execution.checkpointing.aligned-checkpoint-timeout; "
-            f"job-level). See {_CHECKPOINTS_DOC}"
+            f"checkpoints with paced model calls ({', '.join(sorted(set(paced)))}) can take "
+            f"many seconds: {'; '.join(problems)}. See {_CHECKPOINTS_DOC}"
         )
 
     def _configure_python(self) -> None:
