@@ -591,7 +591,7 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
     # -- worker setup ----------------------------------------------------------------------------
     def configure_workers(self) -> None:
         """Make the Python workers find this interpreter, its packages and the jars; warn
-        about aligned checkpoints in front of paced calls (:meth:`check_checkpointing`)."""
+        once about checkpoints that would wait for paced calls (:meth:`check_checkpointing`)."""
         self._configure_python()
         self._add_jars()
         if not self._checkpoints_checked:
@@ -637,8 +637,9 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
             )
         if self.execution_mode() == "process":
             conf = internals.environment_config(self._env)
-            bundle = int(conf.getString(_BUNDLE_SIZE, None) or 100_000)
-            if bundle > _PROCESS_BUNDLE:
+            value = conf.getString(_BUNDLE_SIZE, None) or "100000"
+            bundle = int(value) if value.strip().isdigit() else None  # else Flink says
+            if bundle is not None and bundle > _PROCESS_BUNDLE:
                 problems.append(
                     f"in process mode a checkpoint also waits for the results of a Python "
                     f"operator's bundle ({_BUNDLE_SIZE} = {bundle}) to pass the backpressured "
