@@ -112,7 +112,7 @@ def test_memory_of_layout_1_moves_to_layout_2_when_its_key_is_first_met() -> Non
         assert (again["count"], again["seen"]) == (4, [-7, -3, 1, 1 + KEYS])
         assert "legacy_memory.items" not in counts and counts["memory.value"] == 2
         counts.clear()
-        # A key without memory in either layout: looked up there until its run writes some.
+        # A key without memory in either layout: looked up there once.
         assert _send(function, backend, ctx, 2)["count"] == 1
         assert counts["legacy_memory.items"] == 1 and "legacy_memory.clear" not in counts
         counts.clear()
@@ -120,6 +120,29 @@ def test_memory_of_layout_1_moves_to_layout_2_when_its_key_is_first_met() -> Non
         assert "legacy_memory.items" not in counts
     finally:
         slot.close()
+
+
+def test_a_key_that_never_writes_memory_is_looked_up_in_layout_1_once() -> None:
+    # Process mode, the chat agent (no memory): layout 1 is looked at once per key, not per
+    # run (each look a request to the JVM: most of process mode's cost per record).
+    backend = FakePythonBackend("u1")
+    context = FakeRuntimeContext(backend)
+    plan = AgentPlan.from_agent(agents.chat_agent(), {})
+    function = fn.AgentProcessFunction(plan.model_dump_json(), {}, key_of=lambda r: r["key"])
+    slot = SlotRuntime(plan)
+    function.bind(KeyedState.open(context, ttl=None, keyless=False), slot)
+    state = function.state
+    assert state is not None and state.legacy_memory is not None
+    counts = state.count_accesses()
+    ctx = _Ctx(backend)
+    try:
+        for i in range(KEYS * ROUNDS):
+            backend.set_current_key(f"u{i % KEYS}")
+            assert len(list(function.process_element({"key": f"u{i % KEYS}", "i": i}, ctx))) == 1
+    finally:
+        slot.close()
+    assert counts["legacy_memory.items"] == KEYS
+    assert counts["memory.value"] == KEYS * ROUNDS
 
 
 def test_thread_mode_looks_for_layout_1_memory_only_when_the_backend_holds_some(

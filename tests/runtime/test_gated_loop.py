@@ -81,3 +81,58 @@ def test_borrowing_skips_cancelled_callbacks_and_leaves_later_ones_to_the_loop()
             task.cancel()
     finally:
         _stop(loop, thread)
+
+
+def test_a_started_task_takes_its_first_step_at_once_as_the_current_task() -> None:
+    loop, thread = _start()
+    seen: list[object] = []
+
+    async def run() -> str:
+        seen.append(asyncio.current_task())
+        return "done"
+
+    try:
+        with loop.gate:
+            task = loop.start_borrowed(run(), 0)  # no round of the ready queue
+            # Done in the constructor's step: nothing went through the ready queue.
+            assert task.done() and task.result() == "done"
+            assert seen == [task]
+            assert not loop._ready  # type: ignore[attr-defined]
+            assert "call_soon" not in vars(loop)
+    finally:
+        _stop(loop, thread)
+
+
+def test_a_started_task_that_waits_keeps_its_deadline_and_its_failure() -> None:
+    from flink_agents.api.timeouts import bounded
+    from flink_agents.errors import CallTimeoutError
+
+    loop, thread = _start()
+    finished = threading.Event()
+    outcome: list[BaseException] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(10)
+
+    async def run() -> None:
+        # The deadline is armed in the first step (on this thread): it must cancel the task
+        # that goes on with the run on the loop thread.
+        try:
+            await bounded(slow, 0.05, "tool", "slow")()
+        except CallTimeoutError as exc:
+            outcome.append(exc)
+        finished.set()
+
+    async def fails() -> None:
+        raise ValueError("boom")
+
+    try:
+        with loop.gate:
+            task = loop.start_borrowed(run(), 1)
+            assert not task.done()
+            failing = loop.start_borrowed(fails(), 1)
+            assert isinstance(failing.exception(), ValueError)
+        assert finished.wait(5), "the deadline did not end the waiting run"
+        assert len(outcome) == 1
+    finally:
+        _stop(loop, thread)

@@ -383,19 +383,20 @@ class AgentProcessFunction(KeyedProcessFunction):
                 # No free place, and the operator admits whole batches: the input queues
                 # for one in the slot (below, as a key's later input does), its key's work
                 # is kept like a running key's.
-                work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
+                work = KeyWork(key, state.load_memory(key), persist_memory=not self._keyless)
                 self._keep(work)
             else:
                 # A key without work: its input takes a place and starts the key's chain.
                 work = KeyWork(
-                    key, state.load_memory(), persist_memory=not self._keyless, first=item
+                    key, state.load_memory(key), persist_memory=not self._keyless, first=item
                 )
                 if slot.start_and_settle(work):
                     # The synchronous path: the chain has stopped, what it finished is
                     # committed and emitted now (read without the lock: the work is not
                     # shared); nothing of it is in keyed state (unless it paused for
-                    # approval: _pause keeps it).
-                    yield from self._commit(work, work.seq.collect(), ctx)
+                    # approval: _pause keeps it), and the work is dropped after: nothing
+                    # of a committed input to forget.
+                    yield from self._commit(work, work.seq.collect(), ctx, kept=False)
                     return
                 self._keep_first(work, item, ctx)
                 self._arm(work, ctx)
@@ -461,7 +462,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         durable = state.load_durable()
-        work = KeyWork(key, state.load_memory(), persist_memory=not self._keyless)
+        work = KeyWork(key, state.load_memory(key), persist_memory=not self._keyless)
         work.persisted = {(i, c) for i, calls in durable.items() for c in calls}
         for item_id, calls in durable.items():
             work.live[item_id] = dict(calls)
@@ -501,9 +502,12 @@ class AgentProcessFunction(KeyedProcessFunction):
             self.before_barrier(None)
             return
         if self.metrics is not None:
-            # Runs finished on the loop thread are counted; hand them to Flink now (the
-            # drain timer at the end of input may wait a long time).
-            self.metrics.publish()
+            # Runs finished on the loop thread are counted; hand them to Flink when the
+            # interval has passed (not at every timer: with a timer per finished run, a
+            # publication each, walking every metric and calling into Java for each change,
+            # cost the operator thread more than the commit) and when the last key's work
+            # ends (below); the drain timer publishes while it waits.
+            self.metrics.maybe_publish()
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
         key = ctx.get_current_key()
@@ -545,6 +549,8 @@ class AgentProcessFunction(KeyedProcessFunction):
             done, waits = work.seq.done, work.seq.waits_for_decision
         if done:
             del self._active[key]
+            if not self._active and self.metrics is not None:
+                self.metrics.publish()  # no run is left: the counts are final for now
             if work.timer_at is not None:
                 service.delete_processing_time_timer(work.timer_at)
             if not drain:
@@ -589,10 +595,12 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     # -- committing -------------------------------------------------------------------------------
     def _commit(
-        self, work: KeyWork, decisions: Sequence[Decision], ctx: Any = None
+        self, work: KeyWork, decisions: Sequence[Decision], ctx: Any = None, kept: bool = True
     ) -> Iterator[Any]:
         """Do what the key's protocol decided about its finished runs, in input order: emit
-        and commit, pause, fail (``ctx``: the function's context, for timers)."""
+        and commit, pause, fail (``ctx``: the function's context, for timers). ``kept``:
+        False when ``work`` is dropped after (the synchronous path): what it holds of the
+        committed inputs needs no forgetting."""
         state = self.state
         assert state is not None
         packed = self.packed
@@ -620,7 +628,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 raise decision.error
             else:
                 self._apply(work, decision, ctx)
-        if work.stored or work.persisted or work.live:
+        if work.stored or work.persisted or (kept and work.live):
             committed = {d.item.id for d in decisions if type(d) is Commit}
             if committed:
                 self._forget(work, committed)

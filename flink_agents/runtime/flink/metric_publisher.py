@@ -9,8 +9,9 @@ gauge's value (rounded to an integer) at each publication, because Flink reads a
 its own metric threads, and a read that comes while the task closes the embedded
 interpreter crashed the TaskManager (SIGSEGV in ``take_gil``, seen on a standalone cluster
 whose REST metrics were polled while a job was cancelled). Thread mode publishes at most every
-``metrics.publish-interval-ms`` and whenever a timer fires or the function closes; process
-mode (Beam reports metrics at bundle end) publishes with every batch.
+``metrics.publish-interval-ms`` (looked at with each batch and each timer), when the last
+key with work in flight commits, and when the function closes; process mode (Beam reports
+metrics at bundle end) publishes with every batch.
 
 Names: the agent group is the operator's metric group; sub-groups become Flink groups and
 key-value groups (``action`` = name) Flink key-value groups, so the REST API shows
@@ -44,7 +45,8 @@ class FlinkMetricsOptions:
         config_type=int,
         default=500,
         description="thread mode: the longest time between two publications of the agent "
-        "metrics to Flink (they are also published at timers and at close)",
+        "metrics to Flink while records or timers come (they are also published when no "
+        "run is left in flight and at close)",
         check=lambda ms: None if ms > 0 else "must be > 0",
     )
 

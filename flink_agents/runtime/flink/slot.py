@@ -148,7 +148,7 @@ class KeyWork:
         pending marker (a call with a reconciler), which must then be saved again."""
         with self.lock:
             self.live.setdefault(item_id, {})[call_id] = rec
-            if (item_id, call_id) in self.persisted:
+            if self.persisted and (item_id, call_id) in self.persisted:
                 self.stale.add((item_id, call_id))
 
     def mark_persisted(self, item_id: str, call_id: str, rec: DurableRecord) -> None:
@@ -429,8 +429,7 @@ class SlotRuntime:
             if not gate.acquire(True, WAIT_SLICE):
                 self.wait_for(lambda t: gate.acquire(True, t), "the slot's event loop")
             try:
-                task = loop.create_task(self._chain(work))
-                loop.run_borrowed(task, _SETTLE_HOPS + 1)
+                loop.start_borrowed(self._chain(work), _SETTLE_HOPS)
             finally:
                 gate.release()
             return work.idle

@@ -94,6 +94,10 @@ class _Counted:
         return counted
 
 
+#: Keys :class:`KeyedState` remembers as looked up in layout 1 (see ``_legacy_seen``).
+_LEGACY_SEEN_MAX = 100_000
+
+
 class KeyedState:
     """The function's keyed state, of the state backend's current key.
 
@@ -148,6 +152,12 @@ class KeyedState:
         self.memory_unused = memory_unused
         #: The key of the batch input being processed, until the backend is switched to it.
         self.batch_key: Any = None
+        #: Keys whose layout-1 memory was looked up (nothing is left there: it moved, or
+        #: there was none; layout 1 is never written): not looked up again, so a key that
+        #: never writes memory costs one lookup, not one per run (in process mode, each a
+        #: request to the JVM). Bounded: forgotten all at once when full (a key looked up
+        #: again finds nothing there: one request more).
+        self._legacy_seen: set[Any] = set()
         #: Why ``keys`` is None, or why ``check_restored`` / ``memory_unused`` could not be
         #: decided (set by :meth:`open`; None: no problem).
         self.keys_problem: str | None = None
@@ -238,15 +248,23 @@ class KeyedState:
         return self.keys.current()  # type: ignore[union-attr]  # callers check keys
 
     # -- short-term memory --------------------------------------------------------------------
-    def load_memory(self) -> dict[str, Any]:
+    def load_memory(self, key: Any = None) -> dict[str, Any]:
         """The key's committed memory (one point lookup); cleared first when its TTL has
-        passed. The caller may not change the dict returned."""
+        passed. The caller may not change the dict returned. ``key`` (the current key)
+        lets layout 1's memory be looked up once per key instead of per run."""
         if self.memory_unused:
             return {}
         self.use_key()
         memory: dict[str, Any] | None = self.memory.value()
         if memory is None:
-            return self._migrate() if self.legacy_memory is not None else {}
+            if self.legacy_memory is None or (key is not None and key in self._legacy_seen):
+                return {}
+            moved = self._migrate()
+            if key is not None:
+                if len(self._legacy_seen) >= _LEGACY_SEEN_MAX:
+                    self._legacy_seen.clear()
+                self._legacy_seen.add(key)
+            return moved
         if self._expired():
             self.memory.clear()
             return {}
