@@ -33,10 +33,9 @@ from pyflink.common import Configuration, WatermarkStrategy
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
-from pyflink.datastream.functions import SinkFunction
-from pyflink.java_gateway import get_gateway
 
 from benchmarks import plots
+from benchmarks.flink_host import _discard
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.errors import ClusterError
 from flink_agents.ops import jobs
@@ -72,10 +71,7 @@ def _run(args: argparse.Namespace, unaligned: bool) -> dict[str, Any]:
         .apply(chat_agent(latency=args.latency))
         .to_datastream()
     )
-    jvm = get_gateway().jvm
-    out.add_sink(
-        SinkFunction(jvm.org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink())
-    )
+    out.add_sink(_discard())
     agents_env.configure_workers()
     started, started_epoch_ms = time.monotonic(), time.time() * 1000
     client = env.execute_async("checkpoints under backpressure")

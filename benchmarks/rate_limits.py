@@ -17,14 +17,22 @@ Each run reports the server's counts (answers, 429s and their share of all reque
 throughput over the calls' span (first request to last answer) against the quota, calls
 that failed, and the checkpoints taken every ``--interval-ms`` while calls wait: completed,
 longest and median end-to-end duration (from the MiniCluster's REST API). ``--checkpoints``
-picks aligned, unaligned or both (each mode runs once per kind); aligned checkpoints use
-buffer debloating (``taskmanager.network.memory.buffer-debloat.enabled``), which keeps the
-records queued in front of a backpressured operator to about a second of its throughput.
+picks ``aligned``, ``unaligned`` and/or ``timeout`` (each mode runs once per kind): aligned
+checkpoints use buffer debloating (``taskmanager.network.memory.buffer-debloat.enabled``,
+``--debloat-target off``: without), which keeps the records queued in front of a
+backpressured operator to about ``--debloat-target`` of its throughput; ``timeout`` starts
+each checkpoint aligned and lets it turn unaligned after ``--aligned-timeout``
+(``execution.checkpointing.aligned-checkpoint-timeout``). ``--flink-conf KEY=VALUE``
+(repeatable) sets any other Flink option, e.g. the network buffers. ``--verbose`` also
+shows where each checkpoint over 2 s spent its time, per task (from
+``/jobs/:id/checkpoints/details``): end to end, start delay (the barrier's way to the
+task), alignment, synchronous and asynchronous part.
 
 Usage::
 
     .venv/bin/python benchmarks/rate_limits.py [--keys 2000] [--rpm 3000] [--tpm 120000]
-        [--modes declared,adaptive,off] [--checkpoints aligned,unaligned] [--repeat 1]
+        [--modes declared,adaptive,off] [--checkpoints aligned,unaligned,timeout]
+        [--repeat 1] [--aligned-timeout '1 s'] [--flink-conf KEY=VALUE ...]
         [--interval-ms 1000] [--mode thread|process] [--parallelism 1]
 """
 
@@ -45,9 +53,8 @@ from pyflink.common import Configuration, WatermarkStrategy
 from pyflink.common.typeinfo import Types
 from pyflink.datastream import MapFunction, RuntimeContext, StreamExecutionEnvironment
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
-from pyflink.datastream.functions import SinkFunction
-from pyflink.java_gateway import get_gateway
 
+from benchmarks.flink_host import _discard
 from flink_agents.api.execution_environment import AgentsExecutionEnvironment
 from flink_agents.api.resource import ResourceDescriptor
 from flink_agents.errors import ClusterError
@@ -173,19 +180,24 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
     conf = Configuration()
     conf.set_string("rest.port", str(port))
     conf.set_string("web.checkpoints.history", "1000")
-    if checkpoints == "aligned":
+    if checkpoints == "aligned" and args.debloat_target != "off":
         conf.set_string("taskmanager.network.memory.buffer-debloat.enabled", "true")
         conf.set_string("taskmanager.network.memory.buffer-debloat.target", args.debloat_target)
         if args.segment_size:
             # Smaller network buffers from the start: what queues in front of the agent
             # before debloating has measured the throughput.
             conf.set_string("taskmanager.memory.segment-size", args.segment_size)
+    if checkpoints == "timeout":
+        conf.set_string("execution.checkpointing.aligned-checkpoint-timeout", args.aligned_timeout)
+    for option in args.flink_conf:
+        key, _, value = option.partition("=")
+        conf.set_string(key.strip(), value.strip())
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(args.parallelism)
     env.enable_checkpointing(args.interval_ms)
     config = env.get_checkpoint_config()
     config.set_max_concurrent_checkpoints(1)
-    if checkpoints == "unaligned":
+    if checkpoints in ("unaligned", "timeout"):
         config.enable_unaligned_checkpoints()
     agents_env = AgentsExecutionEnvironment.get_execution_environment(
         env,
@@ -215,14 +227,11 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
             .apply(_agent(server, mode, args))
             .to_datastream()
         )
-        jvm = get_gateway().jvm
-        out.map(_Tally(tally), output_type=Types.STRING()).add_sink(
-            SinkFunction(jvm.org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink())
-        )
+        out.map(_Tally(tally), output_type=Types.STRING()).add_sink(_discard())
         agents_env.configure_workers()
         started = time.monotonic()
         client = env.execute_async(f"rate limits: {mode}, {checkpoints} checkpoints")
-        durations = _watch(f"localhost:{port}", str(client.get_job_id()))
+        durations = _watch(f"localhost:{port}", str(client.get_job_id()), args.verbose)
         client.get_job_execution_result().result()
         job_s = time.monotonic() - started
         accepted, refused, times = server.counts()
@@ -256,25 +265,85 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
     }
 
 
-def _watch(jobmanager: str, job_id: str) -> list[int]:
+def _watch(jobmanager: str, job_id: str, verbose: bool = False) -> list[int]:
     """End-to-end durations (ms) of the checkpoints that completed while the job ran, in
-    the order they were triggered."""
+    the order they were triggered; ``verbose``: prints where each one over 2 s spent it.
+
+    The last checkpoint of a bounded job waits for the end of its input, every call in
+    flight included (the finishing source waits for it): it is the job ending rather than
+    a checkpoint while calls wait, so one that completed within 6 s of the job's end, or
+    triggered after the source finished, is left out (printed with ``verbose``)."""
     durations: dict[int, int] = {}
+    triggered: dict[int, int] = {}
+    acked: dict[int, int] = {}
+    stats: dict[str, Any] = {}
+    input_ended = float("inf")  # epoch ms when the source was first seen finished
     errors = 0
     while True:
         try:
             stats = jobs.checkpoint_stats(jobmanager, job_id)
             for cp in stats.get("history", []):
                 if cp.get("status") == "COMPLETED":
+                    if (
+                        verbose
+                        and int(cp["id"]) not in durations
+                        and cp["end_to_end_duration"] > 2000
+                    ):
+                        print(f"  slow: {_where(jobmanager, job_id, cp)}", flush=True)
                     durations[int(cp["id"])] = int(cp["end_to_end_duration"])
-            state = jobs.job_state(jobmanager, job_id)
+                    triggered[int(cp["id"])] = int(cp.get("trigger_timestamp") or 0)
+                    acked[int(cp["id"])] = int(cp.get("latest_ack_timestamp") or 0)
+            job = jobs._call(jobmanager, "GET", f"/jobs/{job_id}")
+            state = str(job.get("state"))
+            if input_ended == float("inf") and any(
+                v["name"].startswith("Source") and v.get("status") == "FINISHED"
+                for v in job.get("vertices", [])
+            ):
+                input_ended = time.time() * 1000
             errors = 0
         except ClusterError:
             errors += 1  # a slow answer on a busy machine, or the job is gone
             state = "GONE" if errors >= 5 else "RUNNING"
         if state in jobs.TERMINAL_STATES or state == "GONE":
-            return [durations[k] for k in sorted(durations)]
+            ended = time.time() * 1000
+            late = [
+                k
+                for k in sorted(durations)
+                if triggered[k] >= input_ended or (durations[k] > 2000 and acked[k] > ended - 6000)
+            ]
+            if verbose:
+                counts = stats.get("counts", {})
+                print(f"  checkpoint counts: {counts}", flush=True)
+                for cp in stats.get("history", []):
+                    if cp.get("status") == "FAILED":
+                        print(f"  failed #{cp['id']}: {str(cp.get('failure_message'))[:160]}")
+                if late:
+                    print(f"  left out, after the input ended (ms): {[durations[k] for k in late]}")
+            return [durations[k] for k in sorted(durations) if k not in late]
         time.sleep(0.5)
+
+
+def _where(jobmanager: str, job_id: str, cp: dict[str, Any]) -> str:
+    """Checkpoint ``cp``'s time per task (subtask 0): end to end / start delay / alignment /
+    sync / async in ms, and whether it was unaligned (``u``), as the REST API reports."""
+    base = f"/jobs/{job_id}/checkpoints/details/{cp['id']}"
+    try:
+        names = {
+            v["id"]: v["name"] for v in jobs._call(jobmanager, "GET", f"/jobs/{job_id}")["vertices"]
+        }
+        parts = []
+        for vertex in jobs._call(jobmanager, "GET", base)["tasks"]:
+            sub = jobs._call(jobmanager, "GET", f"{base}/subtasks/{vertex}")["subtasks"][0]
+            parts.append(
+                f"{names.get(vertex, vertex)[:28]}: {sub.get('end_to_end_duration')}/"
+                f"{sub.get('start_delay')}/{(sub.get('alignment') or {}).get('duration')}/"
+                f"{(sub.get('checkpoint') or {}).get('sync')}/"
+                f"{(sub.get('checkpoint') or {}).get('async')}"
+                + (" u" if sub.get("unaligned_checkpoint") else "")
+            )
+    except (ClusterError, KeyError, IndexError, TypeError) as exc:
+        parts = [f"details unavailable: {exc}"]
+    return f"#{cp['id']} {cp['end_to_end_duration']} ms: " + "; ".join(parts)
 
 
 def _median(results: list[dict[str, Any]], name: str) -> Any:
@@ -299,6 +368,10 @@ def main() -> None:
     )
     parser.add_argument("--debloat-target", default="500 ms")
     parser.add_argument("--segment-size", default="", help="aligned runs: e.g. 4kb")
+    parser.add_argument("--aligned-timeout", default="1 s", help="kind timeout: when to turn")
+    parser.add_argument(
+        "--flink-conf", action="append", default=[], metavar="KEY=VALUE", help="any option"
+    )
     parser.add_argument("--verbose", action="store_true", help="every checkpoint's duration")
     parser.add_argument("--max-concurrency", type=int, default=64, help="per slot")
     parser.add_argument("--batch-size", type=int, default=32, help="the agents' batch.size")
@@ -308,7 +381,8 @@ def main() -> None:
         f"tokens per minute (1 s burst, retry-after: {args.retry_after}); max-in-flight 256, "
         f"max_concurrency {args.max_concurrency}, batch.size {args.batch_size}, "
         f"parallelism {args.parallelism}, {args.mode} mode, a checkpoint every "
-        f"{args.interval_ms} ms; load average {os.getloadavg()[0]:.1f}",
+        f"{args.interval_ms} ms; load average {os.getloadavg()[0]:.1f}"
+        + (f"; {', '.join(args.flink_conf)}" if args.flink_conf else ""),
         flush=True,
     )
     runs = [(mode, kind) for mode in args.modes.split(",") for kind in args.checkpoints.split(",")]

@@ -217,3 +217,50 @@ def test_the_jobs_hourly_count_survives_a_failure_and_restore() -> None:
     assert outputs["d"][0]["type"] == "BudgetExhaustedError"
     assert "the job (this subtask) used 54 of its 40 tokens" in outputs["d"][0]["error"]
     assert calls == 3
+
+
+def test_checkpoints_that_would_wait_for_a_declared_quota_are_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from pyflink.common import Duration
+
+    # No job runs: the check reads the environment's configuration and the plans.
+    def build(checkpoints: str, mode: str = "thread", bundle: int = 0, **limits: Any) -> Any:
+        flink_config = {"python.fn-execution.bundle.size": str(bundle)} if bundle else {}
+        env, agents_env = make_env(mode=mode, flink_config=flink_config)
+        if checkpoints != "off":
+            env.enable_checkpointing(1000)
+        config = env.get_checkpoint_config()
+        if checkpoints in ("unaligned", "timeout"):
+            config.enable_unaligned_checkpoints()
+        if checkpoints == "timeout":
+            config.set_aligned_checkpoint_timeout(Duration.of_seconds(1))
+        stream = env.from_collection(["k q"], type_info=Types.STRING())
+        agents_env.from_datastream(stream, key_selector=lambda r: r.split()[0]).apply(
+            _agent("http://127.0.0.1:9", **limits)
+        )
+        return agents_env
+
+    paced = build("aligned", requests_per_minute=600)
+    problem = paced.check_checkpointing()
+    assert problem is not None
+    assert "'conn' (requests_per_minute=600)" in problem
+    assert "aligned-checkpoint-timeout" in problem and "enable_unaligned_checkpoints" in problem
+    assert "bundle" not in problem  # thread mode
+    with caplog.at_level("WARNING", logger="flink_agents.runtime.flink"):
+        paced.configure_workers()
+        paced.configure_workers()  # once per environment
+    assert [r.getMessage() for r in caplog.records].count(problem) == 1
+    # Unaligned (or aligned until a timeout), no checkpoints, or no declared quota (adaptive
+    # only: nothing paces at a known rate): nothing to say.
+    assert build("unaligned", tokens_per_minute=10_000).check_checkpointing() is None
+    assert build("timeout", requests_per_minute=600).check_checkpointing() is None
+    assert build("off", requests_per_minute=600).check_checkpointing() is None
+    assert build("aligned").check_checkpointing() is None
+    # Process mode: a Python operator's bundle in front of the agent holds checkpoints
+    # (unaligned too) unless it is small.
+    bundled = build("unaligned", mode="process", requests_per_minute=600).check_checkpointing()
+    assert bundled is not None and "python.fn-execution.bundle.size = 100000" in bundled
+    assert "aligned-checkpoint-timeout" not in bundled
+    small = build("unaligned", mode="process", bundle=10, requests_per_minute=600)
+    assert small.check_checkpointing() is None

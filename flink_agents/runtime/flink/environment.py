@@ -77,6 +77,15 @@ _CONTRACT_CLASS = "org.flinkagents.flink.Contract"
 EXECUTION_MODE = "python.execution-mode"
 #: Agents-config key: extra directories for the Python workers' path.
 PYTHONPATH = "python.pythonpath"
+#: Resource arguments that pace calls at a provider's quota (docs/rate-limits.md).
+_PACED_LIMITS = ("requests_per_minute", "tokens_per_minute")
+#: PyFlink's bundle size option (process mode), and the most records a bundle of a Python
+#: operator in front of a paced agent may hold (measured: 10 kept checkpoints under 1 s at
+#: 10 calls a second; 100,000, the default, let none complete).
+_BUNDLE_SIZE = "python.fn-execution.bundle.size"
+_PROCESS_BUNDLE = 10
+#: The rate-limits page's section on checkpoints (named in the warning below).
+_CHECKPOINTS_DOC = "docs/rate-limits.md#checkpoints-while-calls-wait"
 
 
 #: The Java operator that unwraps the function's pairs and puts timestamps back (bridge jar).
@@ -224,6 +233,11 @@ def keyed_process(
     return internals.transform(keyed, "KEYED PROCESS", j_output_type, j_operator)
 
 
+def _paced_limits(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The declared limits among a resource's ``arguments`` that pace its calls."""
+    return {k: arguments[k] for k in _PACED_LIMITS if arguments.get(k) is not None}
+
+
 def _to_row(type_info: RowTypeInfo) -> Callable[[Any], Any]:
     names = type_info.get_field_names()
 
@@ -307,6 +321,7 @@ class FlinkAgentBuilder(AgentBuilder):
         check_java_resources(plan, self._env.execution_mode())
         self._uid = self._env.operator_uid(uid, type(agent).__name__)
         self._plan = plan
+        self._env._plans.append(plan)
         return self
 
     def _pairs(self, output_type: TypeInformation, *, packed: bool = False) -> DataStream:
@@ -479,6 +494,9 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
         self._t_env = t_env
         self._jars_added = False
         self._uids: set[str] = set()
+        #: The plans applied on this environment (checked by :meth:`configure_workers`).
+        self._plans: list[AgentPlan] = []
+        self._checkpoints_checked = False
         # PyFlink fixes a Python operator's execution mode when the operator is created:
         # set it now, so that operators built on ``env`` from here on (e.g. a map before
         # ``from_datastream``) run in the agents' mode too instead of in PyFlink's default
@@ -572,9 +590,68 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
 
     # -- worker setup ----------------------------------------------------------------------------
     def configure_workers(self) -> None:
-        """Make the Python workers find this interpreter, its packages and the jars."""
+        """Make the Python workers find this interpreter, its packages and the jars; warn
+        once about checkpoints that would wait for paced calls (:meth:`check_checkpointing`)."""
         self._configure_python()
         self._add_jars()
+        if not self._checkpoints_checked:
+            self._checkpoints_checked = True
+            problem = self.check_checkpointing()
+            if problem:
+                log.warning("%s", problem)
+
+    def check_checkpointing(self) -> str | None:
+        """What is wrong with the job's checkpointing for the agents applied so far, or None.
+
+        Calls waiting for a declared quota (``requests_per_minute`` / ``tokens_per_minute``)
+        backpressure the agent, which then takes an input only as a call frees its place, at
+        the quota's pace. Two things wait behind that (measured: docs/rate-limits.md):
+
+        - an aligned checkpoint barrier waits behind the records queued in the network
+          buffers in front of the agent (2-22 s under 10 calls a second): reported when
+          unaligned checkpoints are off;
+        - in process mode a Python operator's bundle (``python.fn-execution.bundle.size``,
+          100,000 by default) emits its results from the task thread, which blocks on the
+          backpressured output while the checkpoint's trigger waits, unaligned too (no
+          checkpoint completed in 80 s): reported above :data:`_PROCESS_BUNDLE` records.
+        """
+        paced = [
+            f"{provider.name!r} ({', '.join(f'{k}={v}' for k, v in limits.items())})"
+            for plan in self._plans
+            for providers in plan.resource_providers.values()
+            for provider in providers.values()
+            if (limits := _paced_limits(provider.arguments or provider.serialized or {}))
+        ]
+        checkpoints = self._env.get_checkpoint_config()
+        if not paced or not checkpoints.is_checkpointing_enabled():
+            return None
+        problems = []
+        if not checkpoints.is_unaligned_checkpoints_enabled():
+            problems.append(
+                "aligned checkpoints wait behind the inputs queued in front of the agent, which "
+                "it takes only at the quota's pace: enable unaligned checkpoints "
+                "(env.get_checkpoint_config().enable_unaligned_checkpoints()), or keep them "
+                "aligned until a timeout: enable_unaligned_checkpoints() and "
+                "set_aligned_checkpoint_timeout(Duration.of_seconds(1)) "
+                "(execution.checkpointing.aligned-checkpoint-timeout; job-level)"
+            )
+        if self.execution_mode() == "process":
+            conf = internals.environment_config(self._env)
+            value = conf.getString(_BUNDLE_SIZE, None) or "100000"
+            bundle = int(value) if value.strip().isdigit() else None  # else Flink says
+            if bundle is not None and bundle > _PROCESS_BUNDLE:
+                problems.append(
+                    f"in process mode a checkpoint also waits for the results of a Python "
+                    f"operator's bundle ({_BUNDLE_SIZE} = {bundle}) to pass the backpressured "
+                    f"agent: set {_BUNDLE_SIZE} to {_PROCESS_BUNDLE} or less (job-level), "
+                    "or use thread mode"
+                )
+        if not problems:
+            return None
+        return (
+            f"checkpoints with paced model calls ({', '.join(sorted(set(paced)))}) can take "
+            f"many seconds: {'; '.join(problems)}. See {_CHECKPOINTS_DOC}"
+        )
 
     def _configure_python(self) -> None:
         """The execution mode, interpreter and path of the job's Python operators."""
