@@ -41,3 +41,8 @@ def test_a_killed_taskmanager_loses_no_output_and_no_memory(tmp_path) -> None:
     # against its goal (<= 5 %), a test cannot.
     assert result["restored"] >= 1, "the job was not restored from a checkpoint"
     assert result["calls"] >= total
+    # Which calls were made again, by their times (no timing threshold): none whose first
+    # call completed before the restored checkpoint's trigger (those were committed or
+    # their records saved before its barrier).
+    assert result["repeated"] is not None, "the restored checkpoint or the failure not found"
+    assert result["first_before"] == 0, {k: v for k, v in result.items() if k != "outputs"}
