@@ -14,11 +14,13 @@ and calls wait. Modes, run alternately (``--repeat`` rounds, medians reported):
   backoff, ``max_retries`` 3).
 
 Each run reports the server's counts (answers, 429s and their share of all requests), the
-throughput over the calls' span (first request to last answer) against the quota, calls
-that failed, and the checkpoints taken every ``--interval-ms`` while calls wait: completed,
-longest and median end-to-end duration (from the MiniCluster's REST API). ``--checkpoints``
-picks ``aligned``, ``unaligned`` and/or ``timeout`` (each mode runs once per kind): aligned
-checkpoints use buffer debloating (``taskmanager.network.memory.buffer-debloat.enabled``,
+throughput over the calls' span (first request to last answer) against the quota, the
+most of the server's one-second request bucket the accepted requests used at once (in
+seconds: how near they came to a 429; 1 s is the limit), calls that failed, and the
+checkpoints taken every ``--interval-ms`` while calls wait: completed, longest and median
+end-to-end duration (from the MiniCluster's REST API). ``--checkpoints`` picks ``aligned``,
+``unaligned`` and/or ``timeout`` (each mode runs once per kind): aligned checkpoints use
+buffer debloating (``taskmanager.network.memory.buffer-debloat.enabled``,
 ``--debloat-target off``: without), which keeps the records queued in front of a
 backpressured operator to about ``--debloat-target`` of its throughput; ``timeout`` starts
 each checkpoint aligned and lets it turn unaligned after ``--aligned-timeout``
@@ -26,7 +28,9 @@ each checkpoint aligned and lets it turn unaligned after ``--aligned-timeout``
 (repeatable) sets any other Flink option, e.g. the network buffers. ``--verbose`` also
 shows where each checkpoint over 2 s spent its time, per task (from
 ``/jobs/:id/checkpoints/details``): end to end, start delay (the barrier's way to the
-task), alignment, synchronous and asynchronous part.
+task), alignment, synchronous and asynchronous part; the answers per second by 5 s and the
+batches the operator handed to Python by cause (the ``flink-agents.batches.<cause>``
+accumulators).
 
 Usage::
 
@@ -232,7 +236,7 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
         started = time.monotonic()
         client = env.execute_async(f"rate limits: {mode}, {checkpoints} checkpoints")
         durations = _watch(f"localhost:{port}", str(client.get_job_id()), args.verbose)
-        client.get_job_execution_result().result()
+        outcome = client.get_job_execution_result().result()
         job_s = time.monotonic() - started
         accepted, refused, times = server.counts()
     with open(tally, encoding="utf-8") as fh:
@@ -251,6 +255,12 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
             for t in times:
                 per5[int((t - times[0]) // 5)] += 1
             print(f"  answers per second, by 5 s: {[round(n / 5, 1) for n in per5]}")
+        batches = {
+            name.rsplit(".", 1)[-1]: value
+            for name, value in outcome.get_all_accumulator_results().items()
+            if name.startswith("flink-agents.batches.") and value
+        }
+        print(f"  batches handed to Python, by cause: {batches}", flush=True)
     return {
         "answers": accepted,
         "refused": refused,
@@ -262,6 +272,7 @@ def _run(args: argparse.Namespace, mode: str, checkpoints: str) -> dict[str, Any
         "max_ms": values[-1] if values else None,
         "median_ms": statistics.median(values) if values else None,
         "job_s": job_s,
+        "bucket_s": _bucket_peak(times, quota),
     }
 
 
@@ -346,6 +357,19 @@ def _where(jobmanager: str, job_id: str, cp: dict[str, Any]) -> str:
     return f"#{cp['id']} {cp['end_to_end_duration']} ms: " + "; ".join(parts)
 
 
+def _bucket_peak(times: list[float], rate: float, burst: float = 1.0) -> float:
+    """Most of the server's request bucket (``burst`` seconds of ``rate``, full at the
+    start) that the accepted requests held in use at once, in seconds of the quota: how
+    near the paced requests came to a 429 (``burst``: at the limit)."""
+    size = rate * burst
+    level, last, lowest = size, times[0] if times else 0.0, size
+    for t in times:
+        level = min(size, level + (t - last) * rate) - 1
+        last = t
+        lowest = min(lowest, level)
+    return (size - lowest) / rate
+
+
 def _median(results: list[dict[str, Any]], name: str) -> Any:
     values = [r[name] for r in results if r[name] is not None]
     return statistics.median(values) if values else None
@@ -394,7 +418,8 @@ def main() -> None:
             print(
                 f"round {round_ + 1} {mode:8s} {kind:9s}: {result['answers']} answers, "
                 f"{result['refused']} 429s ({result['refused_pct']:.1f} %), throughput "
-                f"{result['throughput_pct']:.0f} % of the quota, {result['failed']} failed "
+                f"{result['throughput_pct']:.0f} % of the quota (server bucket peak "
+                f"{result['bucket_s']:.2f} s of 1 s), {result['failed']} failed "
                 f"of {result['outputs']} outputs; {result['checkpoints']} checkpoints, longest "
                 f"{result['max_ms']} ms, median {result['median_ms']} ms; job "
                 f"{result['job_s']:.0f} s (load {os.getloadavg()[0]:.1f})",
@@ -404,7 +429,8 @@ def main() -> None:
     for (mode, kind), rs in results.items():
         print(
             f"  {mode:8s} {kind:9s}: 429s {_median(rs, 'refused_pct'):.1f} % of requests, "
-            f"throughput {_median(rs, 'throughput_pct'):.0f} % of the quota, failed "
+            f"throughput {_median(rs, 'throughput_pct'):.0f} % of the quota (server bucket "
+            f"peak {_median(rs, 'bucket_s'):.2f} s), failed "
             f"{_median(rs, 'failed')}, longest checkpoint {_median(rs, 'max_ms')} ms "
             f"(median {_median(rs, 'median_ms')} ms)"
         )

@@ -56,19 +56,19 @@ def _starts(governor: Governor, count: int, tokens: int = 0) -> list[float]:
 # -- the pacer ---------------------------------------------------------------------------------
 
 
-def test_pacer_lets_a_quarter_second_go_then_spaces_calls():
-    assert BURST_SECONDS == 0.25
-    pacer = _Pacer(10.0)  # 10 per second, a bucket of 2.5: 2 at once, then one per 0.1 s
+def test_pacer_lets_half_a_second_go_then_spaces_calls():
+    assert BURST_SECONDS == 0.5
+    pacer = _Pacer(10.0)  # 10 per second, a bucket of 5: 5 at once, then one per 0.1 s
     starts = []
     for _ in range(8):
         start = max(0.0, pacer.earliest(1))
         pacer.commit(start, 1)
         starts.append(round(start, 6))
-    assert starts == [0.0, 0.0, 0.05, 0.15, 0.25, 0.35, 0.45, 0.55]
+    assert starts == [0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3]
 
 
 def test_pacer_lets_a_cost_larger_than_the_bucket_go_when_full_and_owes_the_rest():
-    pacer = _Pacer(100.0)  # a 25-token bucket
+    pacer = _Pacer(100.0)  # a 50-token bucket
     assert pacer.earliest(500) < 0  # full: at once
     pacer.commit(0.0, 500)  # 5 s of tokens
     assert pacer.earliest(10) == pytest.approx(5.0 - BURST_SECONDS + 0.1)
@@ -87,21 +87,78 @@ def test_pacer_corrections_take_more_or_give_back_but_never_overfill():
     assert idle.tat == pytest.approx(0.1)
 
 
+def _paced_starts(governor: Governor, clock: Clock, until: float, stall=(0.0, 0.0)) -> list:
+    """Starts of a backlog of attempts until ``until``: the head of the queue starts as soon
+    as the pacer lets it, except while the job stalls (``stall``: from, to), when nothing
+    runs (a loaded machine, a long GC): the head then starts when the stall ends."""
+    starts = []
+    while True:
+        with governor._lock:
+            start = max(clock.now, governor._earliest(0))
+        if stall[0] <= start < stall[1]:
+            start = stall[1]
+        if start > until:
+            return starts
+        clock.now = start + 1e-9  # at its start (float rounding aside)
+        with governor._lock:
+            assert governor._try_start(0, []) == 0
+        starts.append(round(start, 6))
+
+
+def _refused_by_a_one_second_bucket(starts: list, rate: float) -> int:
+    """Requests a provider holding one second of ``rate`` (QuotaServer's bucket, full at
+    the start) would refuse."""
+    level, last, refused = rate, starts[0], 0
+    for t in starts:
+        level = min(rate, level + (t - last) * rate)
+        last = t
+        if level >= 1 - 1e-9:
+            level -= 1
+        else:
+            refused += 1
+    return refused
+
+
+def test_pacer_catches_up_a_stall_without_bursting_more_than_a_second_of_the_limit():
+    # 10 calls a second; the job stalls 0.4 s (nothing runs) in the middle of a backlog.
+    clock = Clock(0.0)
+    smooth = _paced_starts(Governor(requests_per_second=10.0, clock=clock), clock, 4.0)
+    clock = Clock(0.0)
+    governor = Governor(requests_per_second=10.0, clock=clock)
+    stalled = _paced_starts(governor, clock, 4.0, stall=(2.0, 2.4))
+    # The stall is caught up: as many calls by 4 s as without it (a quarter second's bucket
+    # lost 2-3 calls for good)...
+    assert len(stalled) == len(smooth)
+    assert [t for t in stalled if t < 2.0] == [t for t in smooth if t < 2.0]
+    # ...by a burst when it ends, of at most the bucket (never a second of the limit), that
+    # a provider's one-second bucket accepts (as the start of the job's).
+    burst = sum(1 for t in stalled if t == 2.4)
+    assert 1 < burst <= 10 * BURST_SECONDS < 10
+    assert _refused_by_a_one_second_bucket(smooth, 10.0) == 0
+    assert _refused_by_a_one_second_bucket(stalled, 10.0) == 0
+    # A longer stall is lost beyond the bucket: the burst after it is the bucket, no more.
+    clock = Clock(0.0)
+    governor = Governor(requests_per_second=10.0, clock=clock)
+    long_stall = _paced_starts(governor, clock, 6.0, stall=(2.0, 4.0))
+    assert sum(1 for t in long_stall if t == 4.0) == int(10 * BURST_SECONDS + 1e-9)
+    assert _refused_by_a_one_second_bucket(long_stall, 10.0) == 0
+
+
 # -- declared limits ----------------------------------------------------------------------------
 
 
 def test_declared_rate_is_paced_not_refused():
     clock = Clock()
     governor = Governor(requests_per_second=4.0, concurrency=100, clock=clock)
-    assert _starts(governor, 5) == [0.0, 0.25, 0.5, 0.75, 1.0]  # a bucket of one
+    assert _starts(governor, 5) == [0.0, 0.0, 0.25, 0.5, 0.75]  # a bucket of two
 
 
 def test_declared_tokens_pace_by_the_estimate_and_are_corrected_from_usage():
     clock = Clock()
     governor = Governor(tokens_per_second=100.0, concurrency=100, completion_guess=0, clock=clock)
     assert governor.estimate(20) == 20
-    # 100 tokens per second, a 25-token bucket: 20 at once, then 20 every 0.2 s.
-    assert _starts(governor, 4, tokens=20) == [0.0, 0.15, 0.35, 0.55]
+    # 100 tokens per second, a 50-token bucket: 40 at once, then 20 every 0.2 s.
+    assert _starts(governor, 4, tokens=20) == [0.0, 0.0, 0.1, 0.3]
     permit = pacing.Permit(started=clock.now, waited=0.0, prompt_estimate=20, tokens=20)
     governor._slots.in_use = 1
     owed = governor._tokens.tat
