@@ -102,8 +102,15 @@ async def test_each_providers_throttling_answer_is_recognised(server_cls, connec
 def test_a_pause_longer_than_the_calls_deadline_ends_the_call_at_its_deadline(mode):
     # The server asks for 60 s; the call may take 1 s in all: it fails as timed out at its
     # deadline, without a second request (the governor's wait is clipped to the time left).
-    with OpenAIServer([OpenAIServer.throttled(retry_after=60), "fine"]) as server:
+    # A first call warms the client: cold, a loaded machine may not send within the 1 s.
+    with OpenAIServer(["warm", OpenAIServer.throttled(retry_after=60), "fine"]) as server:
         conn = _openai(server, total_timeout=1.0)
+        warm = (
+            conn.chat(USER, model="gpt-t")
+            if mode == "sync"
+            else asyncio.run(conn.achat(USER, model="gpt-t"))
+        )
+        assert warm.content == "warm"
         start = time.monotonic()
         with pytest.raises(ModelCallTimeoutError, match=r"deadline of 1s") as info:
             if mode == "sync":
@@ -114,7 +121,7 @@ def test_a_pause_longer_than_the_calls_deadline_ends_the_call_at_its_deadline(mo
         conn.close()
     assert elapsed < 30, elapsed  # far below the 60 s asked for, whatever the load
     assert info.value.timeout == 1.0 and "after 1 attempt(s)" in str(info.value)
-    assert len(server.requests) == 1
+    assert len(server.requests) == 2  # the warm-up and the throttled attempt
     assert conn.governor.in_use == 0 and conn.governor.waiting == 0
 
 
