@@ -633,7 +633,8 @@ class FlinkExecutionEnvironment(AgentsExecutionEnvironment):
                 "(env.get_checkpoint_config().enable_unaligned_checkpoints()), or keep them "
                 "aligned until a timeout: enable_unaligned_checkpoints() and "
                 "set_aligned_checkpoint_timeout(Duration.of_seconds(1)) "
-                "(execution.checkpointing.aligned-checkpoint-timeout; job-level)"
+                "(set_alignment_timeout on Flink 1.20; "
+                "execution.checkpointing.aligned-checkpoint-timeout; job-level)"
             )
         if self.execution_mode() == "process":
             conf = internals.environment_config(self._env)
