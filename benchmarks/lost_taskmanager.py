@@ -18,6 +18,14 @@ bound is the largest call rate (parallelism x max-in-flight / latency) times the
 
 ``--heartbeat 1000x2 --heartbeat 500x1`` alternates heartbeat settings run by run.
 
+``--source-rate 0 --source-rate 0.9`` alternates the source: ``0`` (the default) sends as fast as
+the agent takes the inputs (a backlog of thousands of records waits in the network buffers
+in front of it), a fraction of the agent's capacity (160 calls/s) paces a streaming source
+at that share, still sending when the TaskManager dies. The two differ in how the survivor
+notices the loss: a saturated agent reads its input slowly, so the broken data connection
+to the dead TaskManager surfaces only once the records buffered ahead of it are processed,
+and the heartbeats usually notice first; an agent that keeps up reads it at once.
+
 ``--jobmanager``: the JobManager is killed instead. Standalone mode without high
 availability keeps no job across a JobManager restart: a new JobManager is started, the
 TaskManagers register with it, and the job is submitted again from its latest checkpoint.
@@ -25,7 +33,7 @@ TaskManagers register with it, and the job is submitted again from its latest ch
 Usage::
 
     .venv/bin/python -m benchmarks.lost_taskmanager [--repeat 3] [--kill-at 0.25]
-        [--heartbeat INTERVALxTHRESHOLD ...] [--jobmanager]
+        [--heartbeat INTERVALxTHRESHOLD ...] [--source-rate SHARE ...] [--jobmanager]
 """
 
 from __future__ import annotations
@@ -58,6 +66,13 @@ def main() -> None:
         f"{scenario.HEARTBEAT['interval']}x{scenario.HEARTBEAT['threshold']})",
     )
     parser.add_argument(
+        "--source-rate",
+        action="append",
+        type=float,
+        help="the source's rate as a share of the agent's capacity (0: as fast as it takes "
+        "the inputs, the default); given more than once, the rates alternate run by run",
+    )
+    parser.add_argument(
         "--jobmanager",
         action="store_true",
         help="kill the JobManager instead; start a new one, resubmit from the latest checkpoint",
@@ -77,13 +92,24 @@ def main() -> None:
         flush=True,
     )
     figures: dict[str, dict[str, list[float]]] = {}
+    shares = args.source_rate or [0.0]
     for n in range(args.repeat):
         for beat in beats:
-            name = f"heartbeat {beat['interval']} ms x {beat['threshold']}"
-            mine = figures.setdefault(name, {})
-            with tempfile.TemporaryDirectory(prefix="lost-tm-") as tmp:
-                result = scenario.run_scenario(Path(tmp), kill_at=args.kill_at, heartbeat=beat)
-            _report(n, name, result, total, mine)
+            for share in shares:
+                name = f"heartbeat {beat['interval']} ms x {beat['threshold']}, " + (
+                    f"source at {share:.0%} of capacity ({share * scenario.CAPACITY:.0f}/s)"
+                    if share
+                    else "source as fast as the agent takes it"
+                )
+                mine = figures.setdefault(name, {})
+                with tempfile.TemporaryDirectory(prefix="lost-tm-") as tmp:
+                    result = scenario.run_scenario(
+                        Path(tmp),
+                        kill_at=args.kill_at,
+                        heartbeat=beat,
+                        source_rate=share * scenario.CAPACITY or None,
+                    )
+                _report(n, name, result, total, mine)
     for name, mine in figures.items():
         medians = {k: statistics.median(v) for k, v in mine.items()}
         parts = ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
@@ -111,7 +137,8 @@ def _report(n: int, name: str, result: dict, total: int, mine: dict[str, list[fl
             f" %) completed in the {result['window_s']:.2f} s from the restored checkpoint's "
             f"trigger to the end of the failed attempt's agent tasks (kill "
             f"{result['kill_after_checkpoint_s']:.2f} s after that trigger, noticed "
-            f"{result['noticed_after_kill_s']:.2f} s after the kill, tasks stopped "
+            f"{result['noticed_after_kill_s']:.2f} s after the kill by the "
+            f"{result['noticed_by']}, tasks stopped "
             f"{result['stopped_after_noticed_s']:.2f} s after that; rate bound "
             f"{result['rate_bound']}); repeated inputs whose first call completed before the "
             f"trigger: {result['first_before']}, after the tasks' end: {result['first_after']}"

@@ -63,7 +63,35 @@ def record(n: int) -> dict:
     return {"key": f"k{int(n) % KEYS}", "i": int(n)}
 
 
-def main(out_dir: str, calls_file: str) -> None:
+#: The agent's capacity in calls (= inputs) per second: 4 subtasks x 8 in flight / 0.2 s.
+CAPACITY = 4 * MAX_IN_FLIGHT / LATENCY
+
+
+def paced(rate: float) -> Any:
+    """:func:`record` as a ``MapFunction`` that passes at most ``rate`` records per second
+    over the job (its share per subtask): a streaming source that sends while the job runs
+    instead of a bounded one read as fast as the agent takes it."""
+    from pyflink.datastream import MapFunction
+
+    class Paced(MapFunction):  # type: ignore[misc]
+        def open(self, runtime_context: Any) -> None:
+            self.interval = runtime_context.get_number_of_parallel_subtasks() / rate
+            self.next_at = 0.0
+
+        def map(self, value: int) -> dict:
+            now = time.monotonic()
+            if self.next_at > now:
+                time.sleep(self.next_at - now)
+                now = self.next_at
+            # A stall (backpressure) is not made up with a burst: a cap, like a rate limiter.
+            self.next_at = max(self.next_at, now - self.interval) + self.interval
+            return record(value)
+
+    return Paced()
+
+
+def main(out_dir: str, calls_file: str, rate: str = "0") -> None:
+    """The job; ``rate``: records per second of the source (0: as fast as it goes)."""
     from pyflink.common import WatermarkStrategy
     from pyflink.common.typeinfo import Types
     from pyflink.datastream import StreamExecutionEnvironment
@@ -84,7 +112,8 @@ def main(out_dir: str, calls_file: str) -> None:
     numbers = env.from_source(
         NumberSequenceSource(0, KEYS * PASSES - 1), WatermarkStrategy.no_watermarks(), "n"
     )
-    records = numbers.map(record, output_type=Types.PICKLED_BYTE_ARRAY())
+    to_record = paced(float(rate)) if float(rate) else record
+    records = numbers.map(to_record, output_type=Types.PICKLED_BYTE_ARRAY())
     out = (
         agents_env.from_datastream(records, key_selector=lambda r: r["key"])
         .apply(agents.ops_agent(LATENCY), uid="lost-tm-agent")
@@ -201,11 +230,13 @@ def run_scenario(
     kill_at: float = 0.25,
     timeout: float = 300.0,
     heartbeat: dict[str, int] | None = None,
+    source_rate: float | None = None,
 ) -> dict[str, Any]:
     """Run the scenario in ``tmp``; the figures and the outputs (the cluster is stopped).
 
     ``heartbeat`` overrides parts of :data:`HEARTBEAT` (``interval``, ``threshold``,
-    ``timeout``)."""
+    ``timeout``). ``source_rate``: records per second the source sends (None: as fast as
+    the agent takes them, a backlog in front of it; see :func:`paced`)."""
     from flink_agents.ops import cluster, jobs
     from flink_agents.testing.minicluster import committed_records
     from flink_agents.testing.ports import free_port
@@ -227,7 +258,7 @@ def run_scenario(
         submitted = cluster.submit(
             JOB,
             workdir=workdir,
-            args=[str(out_dir), str(calls)],
+            args=[str(out_dir), str(calls), str(source_rate or 0)],
             detached=True,
             parallelism=4,
             timeout=timeout,
@@ -309,11 +340,13 @@ def _repeats(
         failures = jobs._call(rest, "GET", f"/jobs/{job_id}/exceptions")
         entries = failures.get("exceptionHistory", {}).get("entries", [])
         noticed = min(int(e["timestamp"]) for e in entries) / 1000 if entries else None
+        first = min(entries, key=lambda e: int(e["timestamp"])) if entries else {}
         stopped = _failed_attempt_end(rest, job_id)
     except Exception:  # noqa: BLE001 - the figures only: reported as unknown
         noticed = stopped = None
     if checkpoint is None or noticed is None or stopped is None:
         return {"repeated": None}
+    text = f"{first.get('exceptionName', '')} {first.get('stacktrace', '')[:2000]}"
     since = int(checkpoint["trigger_timestamp"]) / 1000
     bound = repeat_bound(calls, since=since, until=stopped)
     return {
@@ -321,7 +354,14 @@ def _repeats(
         "kill_after_checkpoint_s": killed_at - since,
         "noticed_after_kill_s": noticed - killed_at,
         "stopped_after_noticed_s": stopped - noticed,
-        "rate_bound": int(4 * MAX_IN_FLIGHT / LATENCY * bound["window_s"]),
+        "rate_bound": int(CAPACITY * bound["window_s"]),
+        # How the loss was noticed: the JobManager's heartbeat RPCs to the dead TaskManager
+        # failed, or a survivor's task failed on its broken data connection.
+        "noticed_by": "heartbeat"
+        if "no longer reachable" in text
+        else "data connection"
+        if "Connection unexpectedly closed" in text or "TransportException" in text
+        else text.split("\n")[0][:120],
     }
 
 
@@ -459,4 +499,4 @@ def run_jobmanager_scenario(
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

@@ -67,6 +67,9 @@ DRAIN_TIME = 2**62
 #: timer at the deadline fires at a processing time that may read a little earlier here.
 _EXPIRY_SLACK = 0.005
 
+#: Longest time close() waits for the runs of a cancelled task to stop (seconds).
+_CANCEL_WAIT = 5.0
+
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
 _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
@@ -254,6 +257,16 @@ class AgentProcessFunction(KeyedProcessFunction):
                     len(self._active),
                 )
                 self.slot.cancel()
+                # Until the runs are stopped (their model calls' HTTP requests closed): a
+                # call completing after the task ended would be made again too. Bounded:
+                # an action blocking the loop must not hold the task's cancellation up.
+                if not self.slot.wait_stopped(_CANCEL_WAIT):
+                    log.warning(
+                        "the runs of the cancelled task did not stop within %.0f s (an "
+                        "action blocks the event loop or ignores its cancellation); they "
+                        "end on their own and nothing of them is committed",
+                        _CANCEL_WAIT,
+                    )
             else:
                 self.slot.close()
 

@@ -38,7 +38,9 @@ _SETTLE_HOPS = 1
 #: Longest time the operator thread blocks at once (in-flight gate, drain, loop gate) before
 #: it checks whether its task was cancelled (seconds): a hung model call must not hold a
 #: cancellation up (Flink kills the whole TaskManager when a task does not stop in time).
-WAIT_SLICE = 0.2
+#: Flink's interrupt of the task thread cannot wake a wait in Python (a lock's native wait),
+#: so the slice bounds how late a cancellation is seen; a check is one call into Java.
+WAIT_SLICE = 0.05
 
 
 @dataclass
@@ -252,12 +254,27 @@ class SlotRuntime:
         except RuntimeError:  # the loop is closed already
             pass
 
+    def wait_stopped(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the loop thread to end (after :meth:`cancel`
+        or :meth:`close`: its runs stopped, their HTTP requests closed, resources closed);
+        False if it is still running (an action that blocks the loop or ignores its
+        cancellation)."""
+        if threading.current_thread() is self._thread:
+            return False
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     def _cancel_tasks(self) -> None:
         tasks = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
         for task in tasks:
             task.cancel()
         if not tasks:
             self._shutdown()
+            return
+        # Shut down once every task has ended, not only when the chains count down: a chain
+        # cancelled before its first step never enters its own cleanup.
+        ended = asyncio.gather(*tasks, return_exceptions=True)
+        ended.add_done_callback(lambda _: self._shutdown())
 
     def wait_for(self, wait: Callable[[float], bool], waiting_for: str) -> None:
         """Call ``wait(WAIT_SLICE)`` (True when what it waits for happened) until it
