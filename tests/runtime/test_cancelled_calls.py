@@ -1,5 +1,5 @@
-"""A cancelled Flink task stops its model calls: the function's ``close()`` with work in
-flight (Flink cancelling the task: a failover, a stop) cancels the runs, aborts the HTTP
+"""A cancelled Flink task stops its model calls: closing the operator with work in flight
+(Flink failing or cancelling the task: a failover, a stop) cancels the runs, aborts the HTTP
 requests in flight (the server sees the connection dropped), never sends the calls still
 waiting for their pacing, and returns once the slot's loop thread has ended. Nothing is
 lost: the runs are not committed and a restore runs their inputs again."""
@@ -24,6 +24,7 @@ from flink_agents.integrations.chat_models.openai.openai_chat_model import (  # 
     OpenAIChatModelSetup,
 )
 from flink_agents.plan.agent_plan import AgentPlan  # noqa: E402
+from flink_agents.runtime.flink import entry  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
 from flink_agents.runtime.flink.output import KEEP_TIMESTAMP  # noqa: E402
 from flink_agents.runtime.flink.slot import SlotRuntime  # noqa: E402
@@ -97,7 +98,13 @@ def _agent(server: HoldingServer) -> Agent:
     return agent
 
 
-def test_closing_a_cancelled_task_aborts_its_calls_and_sends_no_paced_one(monkeypatch) -> None:
+@pytest.mark.parametrize("closed_by", ["operator", "function"])
+def test_closing_a_cancelled_task_aborts_its_calls_and_sends_no_paced_one(
+    monkeypatch, closed_by: str
+) -> None:
+    """``operator``: the thread-mode operator's ``close()`` (Flink closes it when the task
+    fails or is cancelled; PyFlink never calls the function's ``close()`` then) tells the
+    function through its hook; ``function``: the function's own ``close()``."""
     install_void_namespace(monkeypatch)
     server = HoldingServer()
     try:
@@ -122,7 +129,10 @@ def test_closing_a_cancelled_task_aborts_its_calls_and_sends_no_paced_one(monkey
         works = list(function._active.values())
         assert len(works) == 3 and not any(w.idle for w in works)
 
-        function.close()  # what Flink calls when it cancels the task (work in flight)
+        if closed_by == "operator":
+            entry.BarrierHook(function).task_closed()
+        else:
+            function.close()
         # The loop thread has ended by the time close() returned (it waits for that at most
         # fn._CANCEL_WAIT), long before the call's 600 s timeout or the pacing's 10 s.
         assert not slot._thread.is_alive()

@@ -72,6 +72,13 @@ class BarrierHook:
         if self.function is not None:
             self.function.before_barrier(checkpoint_id)
 
+    def task_closed(self) -> None:
+        """The operator closes (``AgentKeyedProcessOperator.close``): also when its task
+        failed or was cancelled, when PyFlink never calls the function's ``close()``; the
+        function stops the runs still in flight (``AgentProcessFunction.task_closed``)."""
+        if self.function is not None:
+            self.function.task_closed()
+
     def _governance(self) -> Any:
         slot = self.function.slot if self.function is not None else None
         return slot.runner.governance if slot is not None else None

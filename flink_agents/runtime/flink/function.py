@@ -245,30 +245,34 @@ class AgentProcessFunction(KeyedProcessFunction):
                 "it (see the warning when the job was built, or the TaskManager log), so "
                 "durable call records were saved at timers only",
             )
-        if self.slot is not None:
-            if self._active:
-                # Keys with uncommitted work at close(): the task is stopped (a savepoint
-                # stop, a cancel, a failover), not drained (the drain timer commits every
-                # key at the end of input). Nothing of those runs will be committed and a
-                # restore runs them again, so they are stopped now: a call finishing after
-                # the last barrier would only be made twice.
-                log.info(
-                    "closing with work of %d key(s) in flight: stopping its runs",
-                    len(self._active),
-                )
-                self.slot.cancel()
-                # Until the runs are stopped (their model calls' HTTP requests closed): a
-                # call completing after the task ended would be made again too. Bounded:
-                # an action blocking the loop must not hold the task's cancellation up.
-                if not self.slot.wait_stopped(_CANCEL_WAIT):
-                    log.warning(
-                        "the runs of the cancelled task did not stop within %.0f s (an "
-                        "action blocks the event loop or ignores its cancellation); they "
-                        "end on their own and nothing of them is committed",
-                        _CANCEL_WAIT,
-                    )
-            else:
-                self.slot.close()
+        self.task_closed()
+
+    def task_closed(self) -> None:
+        """Close the slot, or stop its runs when keys still have uncommitted work: the task
+        is stopped (a savepoint stop, a cancel, a failover), not drained (the drain timer
+        commits every key at the end of input). Nothing of those runs will be committed and
+        a restore runs them again, so they are stopped now: a call finishing after the last
+        barrier would only be made twice. Thread mode's operator calls this from its
+        ``close()``, which Flink calls also when the task failed or was cancelled (PyFlink
+        calls :meth:`close` only at the end of input)."""
+        slot = self.slot
+        if slot is None:
+            return
+        if not self._active:
+            slot.close()
+            return
+        log.info("closing with work of %d key(s) in flight: stopping its runs", len(self._active))
+        slot.cancel()
+        # Until the runs are stopped (their model calls' HTTP requests closed): a call
+        # completing after the task ended would be made again too. Bounded: an action
+        # blocking the loop must not hold the task's end up.
+        if not slot.wait_stopped(_CANCEL_WAIT):
+            log.warning(
+                "the runs of the stopped task did not end within %.0f s (an action blocks "
+                "the event loop or ignores its cancellation); they end on their own and "
+                "nothing of them is committed",
+                _CANCEL_WAIT,
+            )
 
     # -- fast paths ------------------------------------------------------------------------------
     def note_fast_path(self, path: str, engaged: bool, detail: str, *, warn: bool = True) -> None:

@@ -550,6 +550,21 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
 
     @Override
     public void close() throws Exception {
+        // Flink closes the operator also when its task fails or is cancelled, and PyFlink's
+        // close() then only closes the interpreter (the function's close() runs at the end of
+        // input): told here, the function stops its runs instead of letting their model
+        // calls go on after the task has ended.
+        if (python != null) {
+            try {
+                call(HOOK, "task_closed");
+            } catch (Exception | LinkageError e) {
+                warnOnce(
+                        "closed",
+                        "flink-agents: the function was not told that its task ended (runs in"
+                                + " flight go on until they finish)",
+                        e instanceof Exception ? (Exception) e : new RuntimeException(e));
+            }
+        }
         python = null;
         super.close();
     }
