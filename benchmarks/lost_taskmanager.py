@@ -142,6 +142,13 @@ def _report(n: int, name: str, result: dict, total: int, mine: dict[str, list[fl
             f"{result['stopped_after_noticed_s']:.2f} s after that; rate bound "
             f"{result['rate_bound']}); repeated inputs whose first call completed before the "
             f"trigger: {result['first_before']}, after the tasks' end: {result['first_after']}"
+            + (
+                f" (at most {result['first_after_latest_s']:.2f} s after it; pids of their "
+                f"calls: {result['first_after_pids']}, the killed TaskManager's "
+                f"{result['killed_pid']})"
+                if result["first_after"]
+                else ""
+            )
         )
     else:
         bound = "; bound: unknown (restored checkpoint or failure time not found)"

@@ -27,8 +27,18 @@ where ``rate`` is the job's call rate (parallelism x ``max-in-flight`` / latency
 agent is saturated), ``kill - C's trigger`` is less than the checkpoint interval plus a
 checkpoint's duration, ``detection`` is ``heartbeat.interval`` x
 ``heartbeat.rpc-failure-threshold`` plus the JVMs' reaction (the JobManager's heartbeat RPCs
-to the dead TaskManager fail; survivors still reading from the dead TaskManager fail sooner,
-on the broken connection) and ``cancellation`` is the time the survivor's tasks take to stop.
+to the dead TaskManager fail) or less: a survivor's agent task whose input channel from the
+dead TaskManager broke fails as soon as it reads that channel, but an agent that cannot keep
+up reads its input only as places free, through the records already buffered ahead of the
+break, so the heartbeats usually notice first (the survivor's side that *sends* to the dead
+TaskManager sees the reset at once, but a sender does not fail on a lost receiver). And
+``cancellation`` is the time the survivor's tasks take to stop.
+
+The source (``source_rate``): by default the bounded sequence is read as fast as the agent
+takes it: the agent is saturated and thousands of records wait in the network buffers in
+front of it (the source task stays RUNNING, backpressured: it has not finished sending when
+the kill comes). ``source_rate`` paces it instead (:func:`paced`), as a streaming source
+whose rate the job keeps up with.
 """
 
 from __future__ import annotations
@@ -63,8 +73,9 @@ def record(n: int) -> dict:
     return {"key": f"k{int(n) % KEYS}", "i": int(n)}
 
 
+PARALLELISM = 4
 #: The agent's capacity in calls (= inputs) per second: 4 subtasks x 8 in flight / 0.2 s.
-CAPACITY = 4 * MAX_IN_FLIGHT / LATENCY
+CAPACITY = PARALLELISM * MAX_IN_FLIGHT / LATENCY
 
 
 def paced(rate: float) -> Any:
@@ -75,7 +86,9 @@ def paced(rate: float) -> Any:
 
     class Paced(MapFunction):  # type: ignore[misc]
         def open(self, runtime_context: Any) -> None:
-            self.interval = runtime_context.get_number_of_parallel_subtasks() / rate
+            # The job's parallelism (-p 4): thread mode's runtime context cannot tell it
+            # (PyFlink 2.x asks Java for a method the task's context no longer has).
+            self.interval = PARALLELISM / rate
             self.next_at = 0.0
 
         def map(self, value: int) -> dict:
@@ -163,11 +176,22 @@ def repeat_bound(calls: list[dict[str, Any]], *, since: float, until: float) -> 
         seen[call["i"]] = seen.get(call["i"], 0) + 1
         first.setdefault(call["i"], call["t"])
     repeated = sum(n - 1 for n in seen.values())
+    after = [i for i, n in seen.items() if n > 1 and first[i] > until]
+    pids: dict[int, list[int]] = {}
+    for call in sorted(calls, key=lambda c: c["t"]):
+        if call["i"] in after:
+            pids.setdefault(call["i"], []).append(call.get("pid", 0))
     return {
         "repeated": repeated,
         "window_calls": sum(1 for c in calls if since <= c["t"] <= until),
         "first_before": sum(1 for i, n in seen.items() if n > 1 and first[i] < since),
-        "first_after": sum(1 for i, n in seen.items() if n > 1 and first[i] > until),
+        "first_after": len(after),
+        # Of those: in which processes their calls ran (one TaskManager's pid twice: both
+        # calls in the same attempt or in the survivor), and how late the first one was.
+        "first_after_pids": sorted(
+            {str(p): sum(1 for x in pids.values() if x == p) for p in pids.values()}.items()
+        ),
+        "first_after_latest_s": max((first[i] - until for i in after), default=0.0),
         "window_s": until - since,
     }
 
@@ -260,7 +284,7 @@ def run_scenario(
             workdir=workdir,
             args=[str(out_dir), str(calls), str(source_rate or 0)],
             detached=True,
-            parallelism=4,
+            parallelism=PARALLELISM,
             timeout=timeout,
         )
         assert submitted.returncode == 0 and submitted.job_id, submitted.output[-3000:]
@@ -312,6 +336,7 @@ def run_scenario(
             "outputs": outputs,
             "calls": _lines(calls),
             "calls_at_kill": calls_at_kill,
+            "killed_pid": victim,
             "runs": total,
             "restarts": _restarts(rest, job_id),
             "recovery_s": recovered,

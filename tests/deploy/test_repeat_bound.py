@@ -20,6 +20,8 @@ def test_repeats_are_counted_per_input_against_the_calls_in_the_window() -> None
         "window_calls": 2,
         "first_before": 0,
         "first_after": 0,
+        "first_after_pids": [],
+        "first_after_latest_s": 0.0,
         "window_s": 1.0,
     }
     # An input repeated although its first call completed before the checkpoint's trigger
@@ -27,5 +29,10 @@ def test_repeats_are_counted_per_input_against_the_calls_in_the_window() -> None
     early = repeat_bound([*calls, {"i": 0, "t": 9.3}], since=2.0, until=3.0)
     assert (early["repeated"], early["first_before"]) == (3, 1)
     # One whose first call completed after the failed attempt's end: counted too.
-    late = repeat_bound([*calls, {"i": 4, "t": 3.5}, {"i": 4, "t": 9.4}], since=2.0, until=3.0)
+    late = repeat_bound(
+        [*calls, {"i": 4, "t": 3.5, "pid": 7}, {"i": 4, "t": 9.4, "pid": 8}], since=2.0, until=3.0
+    )
     assert (late["repeated"], late["first_after"]) == (3, 1)
+    # With the processes its calls ran in and how late the first one was.
+    assert late["first_after_pids"] == [("[7, 8]", 1)]
+    assert abs(late["first_after_latest_s"] - 0.5) < 1e-9
