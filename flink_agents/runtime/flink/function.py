@@ -298,6 +298,23 @@ class AgentProcessFunction(KeyedProcessFunction):
                     False,
                     f"{state.probe_problem}: pending inputs and memory are read per record",
                 )
+        elif state.keys is not None:
+            # Process mode: the bridge jar's operator says whether it was restored.
+            if state.started_fresh:
+                note(
+                    fast_paths.STATE_PROBE,
+                    True,
+                    "the operator started without state: no key's state is read before "
+                    "it holds something",
+                )
+            else:
+                note(
+                    fast_paths.STATE_PROBE,
+                    False,
+                    "the operator was restored (or is PyFlink's own): each new key's pending "
+                    "inputs and memory are read from the JVM once",
+                    warn=False,
+                )
 
     def bind_barrier_hook(self) -> None:
         """Let the thread-mode operator call :meth:`before_barrier` (entry.claim_barrier_hook)."""

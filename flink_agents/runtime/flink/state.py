@@ -165,6 +165,9 @@ class KeyedState:
         #: decided (set by :meth:`open`; None: no problem).
         self.keys_problem: str | None = None
         self.probe_problem: str | None = None
+        #: Set by :meth:`open` when the operator said it started without state (process
+        #: mode, the bridge jar's operator): nothing from before is looked for.
+        self.started_fresh = False
 
     @classmethod
     def open(
@@ -206,6 +209,16 @@ class KeyedState:
             state.keys = internals.state_keys(runtime_context)
         except internals.InternalsChanged as exc:
             state.keys_problem = str(exc)
+            return state
+        if internals.operator_restored(runtime_context) is False:
+            # Process mode, whose backend cannot be asked (below), and our operator says it
+            # started without state: nothing from before to look for, for any key (a
+            # blocking request to the JVM per new key otherwise: the pending inputs, layout
+            # 1's memory, the key's memory).
+            state.started_fresh = True
+            state.check_restored = False
+            state.legacy_memory = None
+            state.memory_unused = True
             return state
         try:
             # A state read per record is skipped while keyed state certainly holds nothing
