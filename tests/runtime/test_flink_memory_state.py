@@ -229,9 +229,12 @@ def test_a_fresh_process_mode_operator_reads_no_state_for_new_keys() -> None:
     """Process mode's backend cannot be asked what it holds: the bridge jar's operator says
     it started without state (``isRestored()``), and no key's pending inputs, memory or
     layout-1 memory is read (each a blocking request to the JVM per key otherwise)."""
-    function, slot, state, backend, _ = _process_mode("false", agents.chat_agent())
+    function, slot, state, backend, context = _process_mode("false", agents.chat_agent())
     assert state.started_fresh and not state.check_restored and state.memory_unused
     assert state.legacy_memory is None
+    # Each state is registered when first used (PyFlink's process-mode backend works for
+    # every registered state at every key switch): none yet.
+    assert context.states == {}
     counts = state.count_accesses()
     ctx = _Ctx(backend)
     try:
@@ -240,7 +243,7 @@ def test_a_fresh_process_mode_operator_reads_no_state_for_new_keys() -> None:
             assert len(list(function.process_element({"key": f"u{i % KEYS}", "i": i}, ctx))) == 1
     finally:
         slot.close()
-    assert counts == {}
+    assert counts == {} and context.states == {}
 
 
 def test_a_fresh_process_mode_operator_reads_memory_once_some_key_has_it() -> None:
@@ -250,6 +253,7 @@ def test_a_fresh_process_mode_operator_reads_memory_once_some_key_has_it() -> No
     try:
         first = _send(function, backend, ctx, 0)  # u0: nothing read, its memory written
         assert counts == {"memory.update": 1} and not state.memory_unused
+        assert set(context.states) == {MEMORY}  # registered when first written
         outputs = [first] + [_send(function, backend, ctx, i) for i in range(1, KEYS * ROUNDS)]
     finally:
         slot.close()
