@@ -103,7 +103,7 @@ class _Deferred:
     key switch, whether the function uses the state or not.
     """
 
-    __slots__ = ("_owner", "_attr", "_make", "_state")
+    __slots__ = ("_attr", "_make", "_owner", "_state")
 
     def __init__(self, owner: Any, attr: str, make: Any) -> None:
         self._owner, self._attr, self._make = owner, attr, make
