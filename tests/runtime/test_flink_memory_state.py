@@ -287,3 +287,43 @@ def test_a_restored_or_unknown_process_mode_operator_looks_for_state_of_each_key
     finally:
         slot.close()
     assert counts["pending.get"] == 2 and counts["legacy_memory.items"] == 2
+
+
+class _DeletingCtx(_Ctx):
+    """:class:`_Ctx` that notes the timers deleted, with the backend's key then."""
+
+    def __init__(self, backend: FakePythonBackend) -> None:
+        super().__init__(backend)
+        self.deleted: list[tuple[str, Any]] = []
+
+    def delete_processing_time_timer(self, at: int) -> None:
+        self.deleted.append(("processing", self.backend.key))
+
+    def delete_event_time_timer(self, at: int) -> None:
+        self.deleted.append(("event", self.backend.key))
+
+
+def test_process_mode_inputs_commit_other_keys_finished_runs() -> None:
+    """A run that waited is committed by a later input of another key, under its own key
+    (outputs, pending inputs cleared, its timers deleted), not at its timer: in process mode
+    that timer reaches the JVM with the worker's next output flush and fires back in a later
+    bundle (1-2 s)."""
+    function, slot, state, backend, context = _process_mode("false", agents.chat_agent(0.05))
+    ctx = _DeletingCtx(backend)
+    try:
+        backend.set_current_key("a")
+        assert list(function.process_element({"key": "a", "i": 0}, ctx)) == []  # waits
+        assert set(context.states) == {"fa-pending"}  # registered when first used
+        assert context.states["fa-pending"].by_key["a"] != []
+        work = function._active["a"]
+        assert work.wait_idle(5.0)
+        backend.set_current_key("b")
+        function._sweep_at = 0.0  # (the sweep runs at most every _SWEEP_INTERVAL)
+        outputs = [o for _, o in function.process_element({"key": "b", "i": 1}, ctx)]
+        assert [o["i"] for o in outputs] == [0]  # a's output; b's own run waits
+        assert "a" not in function._active and "b" in function._active
+        assert context.states["fa-pending"].by_key["a"] == []
+        assert ("processing", "a") in ctx.deleted and ("event", "a") in ctx.deleted
+        assert backend.key == "b"  # put back
+    finally:
+        slot.close()
