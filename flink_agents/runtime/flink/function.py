@@ -3,7 +3,8 @@
 An idle key's input runs at once on the slot's loop and, when it finishes without a real
 wait, is committed and emitted right there; a run that waits leaves its input in keyed state
 and arms a processing-time timer plus an event-time drain timer, and later inputs of the key
-join its chain. ``on_timer`` commits finished runs in input order. What runs when, what is
+join its chain. ``on_timer`` commits finished runs in input order (process mode: inputs
+also commit other keys' finished runs, ``_sweep``). What runs when, what is
 held and what is committed is decided by each key's
 :class:`~flink_agents.runtime.sequencing.KeySequencer`; this module stores, emits and
 schedules what it says. State access is in
