@@ -488,7 +488,13 @@ class AgentRunner:
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
                 ctx = context_class(run, action, event)
-                marks = run.short_term.mark(), run.sensory.mark()
+                # Restore points for a failure (MemoryStore.mark, whose None, "no changes
+                # yet", is the usual case before an action: tested here, no call).
+                short, sensory = run.short_term, run.sensory
+                marks = (
+                    short.mark() if short.updates or short.deletes else None,
+                    sensory.mark() if sensory.updates or sensory.deletes else None,
+                )
                 perf = time.perf_counter() if observer is not None else 0.0
                 error: Exception | None = None
                 if usage_scoped:
