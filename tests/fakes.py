@@ -172,15 +172,23 @@ class FakeRuntimeContext:
 
     Args:
         backend: the keyed state backend; None: a context without one (PyFlink changed).
+        job_parameters: what ``get_job_parameter`` answers (process mode: the bridge jar's
+            operator sets some).
     """
 
-    def __init__(self, backend: Backend | None = None) -> None:
+    def __init__(
+        self, backend: Backend | None = None, job_parameters: dict[str, str] | None = None
+    ) -> None:
         self.backend = backend
+        self.job_parameters = dict(job_parameters or {})
         self.states: dict[str, Any] = {}
         if isinstance(backend, FakeJavaBackend):
             self._keyed_state_backend: Any = types.SimpleNamespace(_keyed_state_backend=backend)
         elif backend is not None:
             self._keyed_state_backend = backend
+
+    def get_job_parameter(self, key: str, default_value: Any) -> Any:
+        return self.job_parameters.get(key, default_value)
 
     def _state(self, descriptor: Any, make: Any) -> Any:
         if descriptor.name not in self.states:

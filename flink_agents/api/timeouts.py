@@ -28,6 +28,7 @@ that is also a ``ModelCallError``).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
@@ -128,19 +129,18 @@ def bounded(
     if seconds is None:
         return func
 
+    def expired() -> CallTimeoutError:
+        return CallTimeoutError(
+            f"{kind} {name!r} did not finish within its timeout of {seconds:g}s",
+            kind=kind,
+            name=name,
+            timeout=seconds,
+        )
+
     # A plain function returning await_within's coroutine (not an ``async def`` awaiting
     # it): one coroutine frame less per call. The durable call log knows it by its code.
     def call(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, _T]:
-        return await_within(
-            func(*args, **kwargs),
-            seconds,
-            lambda: CallTimeoutError(
-                f"{kind} {name!r} did not finish within its timeout of {seconds:g}s",
-                kind=kind,
-                name=name,
-                timeout=seconds,
-            ),
-        )
+        return await_within(func(*args, **kwargs), seconds, expired)
 
     # What functools.wraps copies that the durable log and the metrics read (at a fraction
     # of its cost: every tool call and many model calls are bounded).
@@ -153,6 +153,8 @@ def bounded(
         call.__self__ = owner  # type: ignore[attr-defined]
     return call
 
+
+_monotonic = time.monotonic
 
 #: The code of every wrapper :func:`bounded` makes (the durable call log recognizes them by
 #: it: ``runtime/core/context.py``).
@@ -176,13 +178,14 @@ async def await_within(
     the function returns (Python cannot stop a thread). A coroutine that swallows its
     cancellation is waited for.
     """
-    loop = asyncio.get_running_loop()
-    due = loop.time() + seconds
+    started = _monotonic()  # not loop.time(): a Python-level call, needed only if it waits
     steps = awaitable.__await__()
     try:
         step = steps.send(None)
     except StopIteration as done:  # finished without waiting: nothing to bound
         return done.value
+    loop = asyncio.get_running_loop()
+    due = loop.time() + seconds - (_monotonic() - started)
     task = asyncio.current_task()
     if task is None:  # not inside a task (a bare coroutine driven by hand): nothing to cancel
         return await _Resumed(steps, step)

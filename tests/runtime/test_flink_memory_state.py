@@ -14,8 +14,9 @@ pytest.importorskip("pyflink")
 
 from flink_agents.plan.agent_plan import AgentPlan  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
+from flink_agents.runtime.flink._pyflink_internals import RESTORED_PARAMETER  # noqa: E402
 from flink_agents.runtime.flink.output import KEEP_TIMESTAMP  # noqa: E402
-from flink_agents.runtime.flink.slot import SlotRuntime  # noqa: E402
+from flink_agents.runtime.flink.slot import Item, SlotRuntime  # noqa: E402
 from flink_agents.runtime.flink.state import MEMORY, MEMORY_V1, KeyedState  # noqa: E402
 from flink_agents.runtime.memory import OBJECT  # noqa: E402
 from tests.fakes import (  # noqa: E402
@@ -207,3 +208,122 @@ def test_deletes_and_ttl(monkeypatch) -> None:
     assert state.load_memory() == {}
     assert context.states[MEMORY].value() is None
     assert context.states["fa-memory-touched"].value() is None
+
+
+def _process_mode(restored: str | None, agent: Any) -> tuple[Any, ...]:
+    """A process-mode function whose operator said ``restored`` (None: nothing, as PyFlink's
+    own operator), with its state's calls counted."""
+    backend = FakePythonBackend("u0")
+    parameters = {} if restored is None else {RESTORED_PARAMETER: restored}
+    context = FakeRuntimeContext(backend, job_parameters=parameters)
+    plan = AgentPlan.from_agent(agent, {})
+    function = fn.AgentProcessFunction(plan.model_dump_json(), {}, key_of=lambda r: r["key"])
+    slot = SlotRuntime(plan)
+    function.bind(KeyedState.open(context, ttl=None, keyless=False), slot)
+    state = function.state
+    assert state is not None
+    return function, slot, state, backend, context
+
+
+def test_a_fresh_process_mode_operator_reads_no_state_for_new_keys() -> None:
+    """Process mode's backend cannot be asked what it holds: the bridge jar's operator says
+    it started without state (``isRestored()``), and no key's pending inputs, memory or
+    layout-1 memory is read (each a blocking request to the JVM per key otherwise)."""
+    function, slot, state, backend, context = _process_mode("false", agents.chat_agent())
+    assert state.started_fresh and not state.check_restored and state.memory_unused
+    assert state.legacy_memory is None
+    # Each state is registered when first used (PyFlink's process-mode backend works for
+    # every registered state at every key switch): none yet.
+    assert context.states == {}
+    counts = state.count_accesses()
+    ctx = _Ctx(backend)
+    try:
+        for i in range(KEYS * ROUNDS):
+            backend.set_current_key(f"u{i % KEYS}")
+            assert len(list(function.process_element({"key": f"u{i % KEYS}", "i": i}, ctx))) == 1
+    finally:
+        slot.close()
+    assert counts == {} and context.states == {}
+
+
+def test_a_fresh_process_mode_operator_reads_memory_once_some_key_has_it() -> None:
+    function, slot, state, backend, context = _process_mode("false", agents.memory_agent())
+    counts = state.count_accesses()
+    ctx = _Ctx(backend)
+    try:
+        first = _send(function, backend, ctx, 0)  # u0: nothing read, its memory written
+        assert counts == {"memory.update": 1} and not state.memory_unused
+        assert set(context.states) == {MEMORY}  # registered when first written
+        outputs = [first] + [_send(function, backend, ctx, i) for i in range(1, KEYS * ROUNDS)]
+    finally:
+        slot.close()
+    assert [o["count"] for o in outputs] == [i // KEYS + 1 for i in range(KEYS * ROUNDS)]
+    assert context.states[MEMORY].by_key["u1"][0]["seen"] == list(range(1, KEYS * ROUNDS, KEYS))
+    assert "pending.get" not in counts and "legacy_memory.items" not in counts
+
+
+@pytest.mark.parametrize("restored", ["true", None, "something else"])
+def test_a_restored_or_unknown_process_mode_operator_looks_for_state_of_each_key(
+    restored: str | None,
+) -> None:
+    """After a restore (of any version, layout 1 too), or when nothing says (PyFlink's own
+    operator, a jar of an older contract), each new key is looked up as before."""
+    function, slot, state, backend, context = _process_mode(restored, agents.memory_agent())
+    assert not state.started_fresh and state.check_restored and not state.memory_unused
+    assert state.legacy_memory is not None
+    context.states[MEMORY_V1].by_key["u1"] = {"stats": OBJECT, "stats.count": 2, "seen": [-1]}
+    ctx = _Ctx(backend)
+    # u2's input left pending by the restore: it runs first, before the new one.
+    backend.set_current_key("u2")
+    function.state.add_pending(Item("before", KEEP_TIMESTAMP, {"key": "u2", "i": -2}))
+    counts = state.count_accesses()
+    try:
+        moved = _send(function, backend, ctx, 1)
+        assert (moved["count"], moved["seen"]) == (3, [-1, 1])
+        backend.set_current_key("u2")
+        resumed = list(function.process_element({"key": "u2", "i": 2}, ctx))
+        assert resumed == []  # the restored input and the new one wait for the key's timer
+        assert "u2" in function._active and ctx.timers
+    finally:
+        slot.close()
+    assert counts["pending.get"] == 2 and counts["legacy_memory.items"] == 2
+
+
+class _DeletingCtx(_Ctx):
+    """:class:`_Ctx` that notes the timers deleted, with the backend's key then."""
+
+    def __init__(self, backend: FakePythonBackend) -> None:
+        super().__init__(backend)
+        self.deleted: list[tuple[str, Any]] = []
+
+    def delete_processing_time_timer(self, at: int) -> None:
+        self.deleted.append(("processing", self.backend.key))
+
+    def delete_event_time_timer(self, at: int) -> None:
+        self.deleted.append(("event", self.backend.key))
+
+
+def test_process_mode_inputs_commit_other_keys_finished_runs() -> None:
+    """A run that waited is committed by a later input of another key, under its own key
+    (outputs, pending inputs cleared, its timers deleted), not at its timer: in process mode
+    that timer reaches the JVM with the worker's next output flush and fires back in a later
+    bundle (1-2 s)."""
+    function, slot, state, backend, context = _process_mode("false", agents.chat_agent(0.05))
+    ctx = _DeletingCtx(backend)
+    try:
+        backend.set_current_key("a")
+        assert list(function.process_element({"key": "a", "i": 0}, ctx)) == []  # waits
+        assert set(context.states) == {"fa-pending"}  # registered when first used
+        assert context.states["fa-pending"].by_key["a"] != []
+        work = function._active["a"]
+        assert work.wait_idle(5.0)
+        backend.set_current_key("b")
+        function._sweep_at = 0.0  # (the sweep runs at most every _SWEEP_INTERVAL)
+        outputs = [o for _, o in function.process_element({"key": "b", "i": 1}, ctx)]
+        assert [o["i"] for o in outputs] == [0]  # a's output; b's own run waits
+        assert "a" not in function._active and "b" in function._active
+        assert context.states["fa-pending"].by_key["a"] == []
+        assert ("processing", "a") in ctx.deleted and ("event", "a") in ctx.deleted
+        assert backend.key == "b"  # put back
+    finally:
+        slot.close()

@@ -337,3 +337,18 @@ def test_await_within_counts_the_first_steps_time():
         assert time.monotonic() - started < 20  # the timer was due at once, not 0.1 s later
 
     asyncio.run(main())
+
+
+def test_await_within_deadline_is_due_from_the_calls_start():
+    from flink_agents.api.timeouts import await_within
+
+    async def busy_then_waits_a_little() -> str:
+        time.sleep(0.2)  # the first step uses 0.2 s of the 0.3 s
+        await asyncio.sleep(0.2)  # ends at 0.4 s: past a deadline counted from the start
+        return "late"
+
+    async def main() -> None:
+        with pytest.raises(CallTimeoutError):
+            await await_within(busy_then_waits_a_little(), 0.3, _expired)
+
+    asyncio.run(main())

@@ -62,7 +62,7 @@ def _new_id() -> UUID:
     # two object.__setattr__ calls).
     uid = _new_object(UUID)
     _set_uuid_int(uid, (_random_bits(128) & _VERSION_MASK) | _VERSION_BITS)
-    _set_uuid_safe(uid, SafeUUID.unknown)
+    _set_uuid_safe(uid, _SAFE_UNKNOWN)
     return uid
 
 
@@ -71,6 +71,8 @@ _set_attribute = object.__setattr__
 _set_uuid_int = UUID.__dict__["int"].__set__
 _set_uuid_safe = UUID.__dict__["is_safe"].__set__
 _random_bits = _RANDOM.getrandbits
+# An enum member read through its class runs enum's Python-level descriptor each time.
+_SAFE_UNKNOWN = SafeUUID.unknown
 # Version 4 and RFC 4122 variant bits, as uuid.UUID sets them.
 _VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
 _VERSION_BITS = (4 << 76) | (0x8000 << 48)

@@ -27,7 +27,7 @@ from flink_agents.api.timeouts import DEFAULT_MODEL_DEADLINE, TimeoutOptions, bo
 from flink_agents.api.tools.agent_tool import AgentTool
 from flink_agents.api.tools.tool import Tool
 from flink_agents.errors import UnknownToolError
-from flink_agents.plan.actions.secret_text import masked_arguments, masked_messages, secret_masker
+from flink_agents.plan.actions.secret_text import masked_arguments, masked_messages
 from flink_agents.plan.actions.tool_authorization import take_offered, with_offered
 from flink_agents.plan.behaviours import run_chain
 
@@ -77,11 +77,14 @@ async def call_model_offering(
     model interceptors may have changed them (recorded in the call's durable record); None
     when the offer is the setup's own (see :mod:`.tool_authorization`)."""
     setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
-    mask = secret_masker(ctx)
-    if mask is not None:
+    # The plan read once (secret_masker and _chain, written out: every model call asks).
+    plan = getattr(ctx, "agent_plan", None)
+    masker = getattr(plan, "masker", None)
+    if masker:
+        mask = masker.mask
         messages = masked_messages(messages, mask)
         prompt_args = masked_arguments(prompt_args, mask)
-    chain = _chain(ctx, "model")
+    chain = plan.interceptor_chain("model") if plan is not None and plan.interceptors else []
     timeout = model_timeout(setup, ctx)
     # Token budgets and the response cache (runtime/governance.py), when configured.
     guard = getattr(ctx, "model_guard", None)

@@ -21,6 +21,7 @@ for them (``offered_tools``): the tool action runs no other (see
 from __future__ import annotations
 
 import json
+from collections.abc import Coroutine
 from typing import Any
 from uuid import UUID
 
@@ -61,7 +62,11 @@ async def chat_model_action(event: Event, ctx: RunnerContext) -> None:
     else:
         return
     messages = _next_iteration(state, ctx)
-    response, offered = await _ask_model(ctx, state, messages)
+    plan = getattr(ctx, "agent_plan", None)
+    if plan is not None and plan.hooks:
+        response, offered = await _ask_model(ctx, state, messages)
+    else:  # no model hooks (most plans): the call itself, one coroutine frame less
+        response, offered = await _call(ctx, state, messages)
     if response.tool_calls:
         _request_tools(ctx, state, messages, response, offered)
         return
@@ -175,14 +180,7 @@ async def _ask_model(
         messages[:] = hc.messages
         if hc.stopped:
             return _as_answer(hc.answer), []
-    response, offered = await call_model_offering(
-        ctx,
-        state["model"],
-        messages,
-        prompt_args=state.get("prompt_args") or None,
-        options=state["schema"],
-        offer_tools=not state.get("tools_in_text"),
-    )
+    response, offered = await _call(ctx, state, messages)
     after = hooks_at(ctx, "after_model")
     if not after:
         return response, offered
@@ -198,6 +196,20 @@ async def _ask_model(
     await run_hooks(after, hc)
     # A reply a hook put in may call tools too: only those the model was offered.
     return (_as_answer(hc.answer) if hc.stopped else (hc.response or response)), offered
+
+
+def _call(
+    ctx: RunnerContext, state: dict[str, Any], messages: list[ChatMessage]
+) -> Coroutine[Any, Any, tuple[ChatMessage, list[str] | None]]:
+    """The model call of the loop state ``state`` (its coroutine)."""
+    return call_model_offering(
+        ctx,
+        state["model"],
+        messages,
+        prompt_args=state.get("prompt_args") or None,
+        options=state["schema"],
+        offer_tools=not state.get("tools_in_text"),
+    )
 
 
 def _request_tools(

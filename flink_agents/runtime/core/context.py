@@ -169,6 +169,7 @@ class RunContext(RunnerContext):
     """The :class:`RunnerContext` of one action execution."""
 
     def __init__(self, run: _Run, action: ActionPlan, event: Event) -> None:
+        # ObservedRunContext.__init__ (memory_events.py) sets the same attributes itself.
         self._run = run
         self._action = action
         self._event = event

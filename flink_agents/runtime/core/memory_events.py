@@ -116,7 +116,11 @@ class ObservedRunContext(RunContext):
     noted = False
 
     def __init__(self, run: _Run, action: ActionPlan, event: Event) -> None:
-        super().__init__(run, action, event)
+        # RunContext.__init__ written out (one call less per action execution).
+        self._run = run
+        self._action = action
+        self._event = event
+        self._sent: list[Event] = []
         # An action triggered by a memory event makes none (no events about events).
         self._observing = event.type not in MEMORY_EVENT_TYPES
 

@@ -85,6 +85,8 @@ _CoroutineType = types.CoroutineType
 
 #: Events the runtime makes for whoever wants them: no warning when no action listens.
 _FRAMEWORK_TYPES = MEMORY_EVENT_TYPES | {AgentRunBeginEvent.EVENT_TYPE}
+#: What ends a run early without failing it outright (see ``AgentRunner._ended``).
+_ENDINGS = (RunPaused, DeadLettered, InputRecordError, RunLimitError)
 
 
 class AgentRunner:
@@ -286,28 +288,35 @@ class AgentRunner:
         counts = self.counts
         counts.in_flight += 1
         try:
-            if observer is None:
-                result = await self._execute(run, value, None)
-                if run.failure is not None:
-                    counts.runs_failed += 1
-                return result
-            steps = observer if observer.observes_steps else None
-            if steps is not None:
-                run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
-                info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
-            else:  # metrics only: no id, no wall-clock time needed
-                info = run.info = RunInfo(key, "", 0.0, time.perf_counter())
-            observer.run_started(info)
+            steps = None
+            if observer is not None:
+                steps = observer if observer.observes_steps else None
+                if steps is not None:
+                    run_id = f"{self._run_prefix}{next(self._run_seq):08x}"
+                    info = run.info = RunInfo(key, run_id, time.time(), time.perf_counter())
+                else:  # metrics only: no id, no wall-clock time needed
+                    info = run.info = RunInfo(key, "", 0.0, time.perf_counter())
+                observer.run_started(info)
             try:
-                result = await self._execute(run, value, steps)
+                # _execute's body, inline: one coroutine frame less per run.
+                try:
+                    if self._agent_hooks:
+                        result = await self._run_with_agent_hooks(run, value, steps)
+                    else:
+                        await self._run_events(run, value, steps)
+                        result = self._finished(run)
+                except _ENDINGS as ending:
+                    result = self._ended(run, value, ending)
             except BaseException as exc:
-                observer.run_finished(
-                    RunFinished(info, time.perf_counter() - info.started_perf, exc)
-                )
+                if observer is not None:
+                    observer.run_finished(
+                        RunFinished(info, time.perf_counter() - info.started_perf, exc)
+                    )
                 raise
-            observer.run_finished(
-                RunFinished(info, time.perf_counter() - info.started_perf, run.failure)
-            )
+            if observer is not None:
+                observer.run_finished(
+                    RunFinished(info, time.perf_counter() - info.started_perf, run.failure)
+                )
             if run.failure is not None:
                 counts.runs_failed += 1
             return result
@@ -320,52 +329,65 @@ class AgentRunner:
             counts.events += run.processed
 
     async def _execute(self, run: _Run, value: Any, steps: RunObserver | None) -> RunResult:
-        """The run's body: agent hooks, the actions, and a pause for approval."""
-        result = run.result
+        """The run's body: agent hooks, the actions, and a pause for approval (what
+        :meth:`run` does inline; a sub-agent's run calls it)."""
         try:
             if self._agent_hooks:
                 return await self._run_with_agent_hooks(run, value, steps)
             await self._run_events(run, value, steps)
-        except RunPaused as pause:
+        except _ENDINGS as ending:
+            return self._ended(run, value, ending)
+        return self._finished(run)
+
+    def _finished(self, run: _Run) -> RunResult:
+        """The result of a run whose actions ran to the end (or whose ignored failure let
+        it end)."""
+        if self._key_budget:
+            commit_key_tokens(run)
+        result = run.result
+        result.memory_updates = run.short_term.updates
+        result.memory_deletes = sorted(run.short_term.deletes)
+        return result
+
+    def _ended(self, run: _Run, value: Any, ending: BaseException) -> RunResult:
+        """The result of a run ended by ``ending`` (one of ``_ENDINGS``): a pause for
+        approval, a dead letter, a poison input or a runaway run under the agent's
+        strategy; raises ``ending`` when the strategy is to fail."""
+        result = run.result
+        if isinstance(ending, RunPaused):
             # Nothing of the run is committed but its durable records: the resumed run
             # sends its outputs and memory changes again (up to the pause from the log).
             return RunResult(
                 key=run.key,
-                outputs=[pause.request],
+                outputs=[ending.request],
                 durable_records=result.durable_records,
-                approval=pause.request,
-                approval_call_id=pause.call_id,
+                approval=ending.request,
+                approval_call_id=ending.call_id,
             )
-        except DeadLettered as dead:
-            return self._dead_lettered(run, value, dead.error, dead.action, dead.event_type)
-        except (InputRecordError, RunLimitError) as exc:
-            # The run cannot go on (a poison record, a runaway run): the agent's strategy
-            # decides; retrying would fail the same way.
-            if self._strategy is ErrorHandlingStrategy.DEAD_LETTER:
-                event_type = InputEvent.EVENT_TYPE if isinstance(exc, InputRecordError) else None
-                return self._dead_lettered(run, value, exc, None, event_type)
-            if self._strategy is not ErrorHandlingStrategy.IGNORE:
-                raise
-            log.error("ignored failure: %s", exc)
-            run.failure = exc
-            result.errors.append(
-                ErrorEvent(
-                    key=_jsonable_key(run.key),
-                    action=None,
-                    failed_event_id=str(exc.event_id or ""),
-                    failed_event_type=(
-                        InputEvent.EVENT_TYPE if isinstance(exc, InputRecordError) else None
-                    ),
-                    error_type=type(exc).__name__,
-                    error=_mask(str(exc)),
-                )
+        if isinstance(ending, DeadLettered):
+            return self._dead_lettered(run, value, ending.error, ending.action, ending.event_type)
+        # The run cannot go on (a poison record, a runaway run): the agent's strategy
+        # decides; retrying would fail the same way.
+        poison = isinstance(ending, InputRecordError)
+        if self._strategy is ErrorHandlingStrategy.DEAD_LETTER:
+            event_type = InputEvent.EVENT_TYPE if poison else None
+            return self._dead_lettered(run, value, ending, None, event_type)
+        if self._strategy is not ErrorHandlingStrategy.IGNORE:
+            raise ending
+        log.error("ignored failure: %s", ending)
+        run.failure = ending
+        result.errors.append(
+            ErrorEvent(
+                key=_jsonable_key(run.key),
+                action=None,
+                failed_event_id=str(getattr(ending, "event_id", None) or ""),
+                failed_event_type=InputEvent.EVENT_TYPE if poison else None,
+                error_type=type(ending).__name__,
+                error=_mask(str(ending)),
             )
-            # A runaway run keeps what it did so far, as an ignored failure goes on.
-        if self._key_budget:
-            commit_key_tokens(run)
-        run.result.memory_updates = run.short_term.updates
-        run.result.memory_deletes = sorted(run.short_term.deletes)
-        return result
+        )
+        # A runaway run keeps what it did so far, as an ignored failure goes on.
+        return self._finished(run)
 
     def _dead_lettered(
         self,
@@ -466,7 +488,13 @@ class AgentRunner:
                 # The first attempt runs here, not in a coroutine of its own (one per action
                 # is measurable per record); failures and retries go to _failed.
                 ctx = context_class(run, action, event)
-                marks = run.short_term.mark(), run.sensory.mark()
+                # Restore points for a failure (MemoryStore.mark, whose None, "no changes
+                # yet", is the usual case before an action: tested here, no call).
+                short, sensory = run.short_term, run.sensory
+                marks = (
+                    short.mark() if short.updates or short.deletes else None,
+                    sensory.mark() if sensory.updates or sensory.deletes else None,
+                )
                 perf = time.perf_counter() if observer is not None else 0.0
                 error: Exception | None = None
                 if usage_scoped:

@@ -432,6 +432,31 @@ def flink_job_id(runtime_context: Any) -> str | None:
         return None
 
 
+#: Job parameter our process-mode operator sets to whether it was restored, ``"true"`` or
+#: ``"false"`` (``AgentExternalKeyedProcessOperator.RESTORED_PARAMETER``, from Flink's
+#: ``StateInitializationContext.isRestored()``).
+RESTORED_PARAMETER = "flink-agents.restored"
+
+
+def operator_restored(runtime_context: Any) -> bool | None:
+    """Whether the operator running the function started from a checkpoint or savepoint:
+    False only when our process-mode operator says it started without state (its keyed
+    state then holds nothing from before); None when nothing says (thread mode, PyFlink's
+    own operator, a jar of an older contract, a unit test's fake context)."""
+    getter = getattr(runtime_context, "get_job_parameter", None)
+    if getter is None or getattr(runtime_context, "_runtime_context", None) is not None:
+        return None  # thread mode's context: its backend is asked instead (state_may_hold)
+    try:
+        value = getter(RESTORED_PARAMETER, None)
+    except Exception:  # noqa: BLE001 - unknown: the function looks as without the flag
+        return None
+    if value == "false":
+        return False
+    if value == "true":
+        return True
+    return None
+
+
 def task_identity(runtime_context: Any) -> tuple[str, int]:
     """``(task name, subtask index)``. PyFlink 2.3's thread-mode runtime context calls
     ``getTaskName`` / ``getIndexOfThisSubtask``, which Flink 2 moved to ``getTaskInfo()``:

@@ -7,7 +7,8 @@ after the function's ``open()``: reads :data:`CONTRACT_VERSION`, calls
 checkpoint barrier, ``BarrierHook.job_budget_state`` in each snapshot and the stand-in's
 ``batch_settings``, ``admit_batches``, ``wait_for_room``, ``process_batch`` and
 ``process_element_list``. The process-mode operator
-``AgentExternalKeyedProcessOperator`` hands the function a timer at :data:`BARRIER_TIMER`.
+``AgentExternalKeyedProcessOperator`` hands the function a timer at :data:`BARRIER_TIMER`
+and two job parameters (``_pyflink_internals.JOB_ID_PARAMETER``, ``RESTORED_PARAMETER``).
 Both sides check the contract version; see docs/ARCHITECTURE.md.
 """
 
@@ -28,9 +29,11 @@ log = logging.getLogger("flink_agents.runtime.flink")
 
 #: Version of the contract between the Java operators and these entry points; must match
 #: ``org.flinkagents.flink.Contract.VERSION`` of the bridge jar. Change both whenever a
-#: name, an argument or a return value below (or :data:`BARRIER_TIMER`, or the packed output
-#: format of ``output.pack_output``) changes.
-CONTRACT_VERSION = "3"
+#: name, an argument or a return value below (or :data:`BARRIER_TIMER`, the process-mode
+#: operator's job parameters in ``_pyflink_internals``, or the packed output format of
+#: ``output.pack_output``) changes. 4: the process-mode operator sets
+#: ``_pyflink_internals.RESTORED_PARAMETER``.
+CONTRACT_VERSION = "4"
 
 #: Time of the timer that the process-mode operator hands the function right before each
 #: checkpoint barrier (Long.MIN_VALUE; ``AgentExternalKeyedProcessOperator.BARRIER_TIMER``).

@@ -27,18 +27,20 @@ BATCHES = "batches"
 BARRIER_HOOK = "barrier-hook"
 #: The Java operator that unwraps outputs and puts their timestamps back.
 TIMESTAMP_OPERATOR = "timestamp-operator"
-#: The per-record reads of pending inputs and memory skipped while keyed state holds none.
+#: The per-record reads of pending inputs and memory skipped while keyed state holds none
+#: (process mode: when the operator started without state).
 STATE_PROBE = "state-probe"
 #: The operator thread runs a run's first steps on the slot's loop itself (``gated_loop``).
 BORROWED_LOOP = "borrowed-loop"
 
 #: The paths that engage with the bridge jar, by ``python.execution-mode``. Process mode
-#: gets the barrier hook only at the first checkpoint barrier.
+#: gets the barrier hook only at the first checkpoint barrier, the state probe only in a job
+#: that started without state.
 EXPECTED = {
     "thread": frozenset(
         {LEAN_OPERATION, BATCHES, BARRIER_HOOK, TIMESTAMP_OPERATOR, STATE_PROBE, BORROWED_LOOP}
     ),
-    "process": frozenset({TIMESTAMP_OPERATOR, BORROWED_LOOP}),
+    "process": frozenset({TIMESTAMP_OPERATOR, BORROWED_LOOP, STATE_PROBE}),
 }
 
 

@@ -3,7 +3,8 @@
 An idle key's input runs at once on the slot's loop and, when it finishes without a real
 wait, is committed and emitted right there; a run that waits leaves its input in keyed state
 and arms a processing-time timer plus an event-time drain timer, and later inputs of the key
-join its chain. ``on_timer`` commits finished runs in input order. What runs when, what is
+join its chain. ``on_timer`` commits finished runs in input order (process mode: inputs
+also commit other keys' finished runs, ``_sweep``). What runs when, what is
 held and what is committed is decided by each key's
 :class:`~flink_agents.runtime.sequencing.KeySequencer`; this module stores, emits and
 schedules what it says. State access is in
@@ -70,6 +71,13 @@ _EXPIRY_SLACK = 0.005
 #: Bounds of the processing-time timer delay (ms); the delay follows observed run time.
 _MIN_DELAY_MS = 2
 _MAX_DELAY_MS = 1000
+
+#: Process mode: how often (seconds, at most) an input also commits other keys' finished
+#: runs instead of leaving them to their timers: a timer the Python worker sets reaches the
+#: JVM with the worker's next output flush (PyFlink flushes at most once a second, or at
+#: the bundle's end) and fires back in a later bundle, so a finished run waited 1-2 s for its
+#: commit, and a burst of keys for the end-of-input drain (docs/benchmarks.md).
+_SWEEP_INTERVAL = 0.01
 
 
 def _java_interrupt_check() -> Callable[[], bool] | None:
@@ -228,6 +236,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         # Process mode: a barrier timer (entry.BARRIER_TIMER) may come, from the bridge
         # jar's operator.
         self.barrier_hook = state.keys is not None and not state.keys.java
+        # Process mode: inputs commit other keys' finished runs (_sweep), which needs the
+        # backend's key of each (noted with the barrier hook).
+        self._sweep_at: float | None = 0.0 if self.barrier_hook else None
 
     def close(self) -> None:
         if self.metrics is not None:
@@ -298,6 +309,23 @@ class AgentProcessFunction(KeyedProcessFunction):
                     False,
                     f"{state.probe_problem}: pending inputs and memory are read per record",
                 )
+        elif state.keys is not None:
+            # Process mode: the bridge jar's operator says whether it was restored.
+            if state.started_fresh:
+                note(
+                    fast_paths.STATE_PROBE,
+                    True,
+                    "the operator started without state: no key's state is read before "
+                    "it holds something",
+                )
+            else:
+                note(
+                    fast_paths.STATE_PROBE,
+                    False,
+                    "the operator was restored (or is PyFlink's own): each new key's pending "
+                    "inputs and memory are read from the JVM once",
+                    warn=False,
+                )
 
     def bind_barrier_hook(self) -> None:
         """Let the thread-mode operator call :meth:`before_barrier` (entry.claim_barrier_hook)."""
@@ -334,6 +362,9 @@ class AgentProcessFunction(KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
         yield from self._process(value, ctx, None)
+        sweep_at = self._sweep_at
+        if sweep_at is not None and time.monotonic() >= sweep_at:
+            yield from self._sweep(ctx)
         if self.metrics is not None:
             self.metrics.maybe_publish()
 
@@ -409,6 +440,26 @@ class AgentProcessFunction(KeyedProcessFunction):
             self._place(work)
         if arrival is not Arrival.HOLD:
             self._arm(work, ctx)  # a held input waits for its run's response or deadline
+
+    def _sweep(self, ctx: Any) -> Iterator[Any]:
+        """Process mode: commit the finished runs of every key whose chain has stopped and
+        waits for its timer, each under its own key (the backend is switched to it and back),
+        as its timer would (the timer then finds nothing, or is deleted in time)."""
+        self._sweep_at = time.monotonic() + _SWEEP_INTERVAL
+        ready = [w for w in self._active.values() if w.idle and w.timer_at is not None]
+        if not ready:
+            return
+        keys = self.state.keys if self.state is not None else None
+        assert keys is not None  # (set with the barrier hook)
+        previous = keys.current()
+        try:
+            for work in ready:
+                if work.state_key is None or self._active.get(work.key) is not work:
+                    continue
+                keys.switch(work.state_key)
+                yield from self._settle(work, ctx, drain=False)
+        finally:
+            keys.switch(previous)
 
     def _keep(self, work: KeyWork) -> None:
         """Keep ``work`` as its key's work until the key goes idle; its inputs are (or go
@@ -514,7 +565,8 @@ class AgentProcessFunction(KeyedProcessFunction):
         drain = ctx.time_domain() == TimeDomain.EVENT_TIME
         work = self._active.get(key)
         if work is None:
-            restored = state.restored_pending()
+            # (Only a restore leaves pending inputs of a key without work.)
+            restored = state.restored_pending() if state.check_restored else None
             if not restored:
                 return  # a stale timer: the key has gone idle since
             work = self._resume(key, restored, ctx)
@@ -536,6 +588,14 @@ class AgentProcessFunction(KeyedProcessFunction):
                 slot.wait_for(idle, "the key's runs to finish (drain)")
         elif timestamp == work.timer_at:
             work.timer_at = None
+        yield from self._settle(work, ctx, drain)
+
+    def _settle(self, work: KeyWork, ctx: Any, drain: bool) -> Iterator[Any]:
+        """Commit what ``work``'s key finished, expire what passed its deadline, and forget
+        the key (its timers deleted) when nothing is left, else arm its timer again
+        (the backend's current key is the key's)."""
+        state = self.state
+        assert state is not None
         with work.lock:
             decisions = work.seq.collect()
         if decisions:
@@ -548,7 +608,7 @@ class AgentProcessFunction(KeyedProcessFunction):
         with work.lock:
             done, waits = work.seq.done, work.seq.waits_for_decision
         if done:
-            del self._active[key]
+            del self._active[work.key]
             if not self._active and self.metrics is not None:
                 self.metrics.publish()  # no run is left: the counts are final for now
             if work.timer_at is not None:

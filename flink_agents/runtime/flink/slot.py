@@ -355,9 +355,13 @@ class SlotRuntime:
     def _give_back(self, count: int) -> None:
         """``count`` places are free: queued inputs take them (their grants run on the loop,
         never under the caller's locks)."""
-        grants: list[Callable[[], None]] = []
         with self._lock:
             self._in_flight -= count
+            if not self._queued:  # the usual case: nothing waits for a place
+                if self._waiting:
+                    self._cond.notify_all()
+                return
+            grants: list[Callable[[], None]] = []
             while self._queued and self._in_flight < self.max_in_flight:
                 self._in_flight += 1
                 grants.append(self._queued.pop(0))

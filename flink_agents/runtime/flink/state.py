@@ -94,6 +94,35 @@ class _Counted:
         return counted
 
 
+class _Deferred:
+    """A keyed state registered with the runtime context when first used; it then takes
+    its place in the owning :class:`KeyedState` (``attr``), so later calls go straight to it.
+
+    For process mode after a fresh start: PyFlink's process-mode backend makes an internal
+    state object (a protobuf state key) and caches it for every registered state at every
+    key switch, whether the function uses the state or not.
+    """
+
+    __slots__ = ("_attr", "_make", "_owner", "_state")
+
+    def __init__(self, owner: Any, attr: str, make: Any) -> None:
+        self._owner, self._attr, self._make = owner, attr, make
+        self._state: Any = None
+
+    @property
+    def registered(self) -> bool:
+        """Whether the state was registered (used) yet."""
+        return self._state is not None
+
+    def __getattr__(self, method: str) -> Any:
+        state = self._state
+        if state is None:
+            state = self._state = self._make()
+            if getattr(self._owner, self._attr, None) is self:
+                setattr(self._owner, self._attr, state)
+        return getattr(state, method)
+
+
 #: Keys :class:`KeyedState` remembers as looked up in layout 1 (see ``_legacy_seen``).
 _LEGACY_SEEN_MAX = 100_000
 
@@ -165,6 +194,9 @@ class KeyedState:
         #: decided (set by :meth:`open`; None: no problem).
         self.keys_problem: str | None = None
         self.probe_problem: str | None = None
+        #: Set by :meth:`open` when the operator said it started without state (process
+        #: mode, the bridge jar's operator): nothing from before is looked for.
+        self.started_fresh = False
 
     @classmethod
     def open(
@@ -177,35 +209,59 @@ class KeyedState:
     ) -> KeyedState:
         """The states of ``runtime_context`` (the function's ``open()``)."""
         pickled = Types.PICKLED_BYTE_ARRAY()
-        # Layout 1's memory is registered too: a restore from one of its savepoints holds it.
-        legacy = runtime_context.get_map_state(
-            MapStateDescriptor(MEMORY_V1, Types.STRING(), pickled)
-        )
-        state = cls(
-            memory=runtime_context.get_state(ValueStateDescriptor(MEMORY, pickled)),
-            pending=runtime_context.get_list_state(ListStateDescriptor(PENDING, pickled)),
-            durable=runtime_context.get_map_state(
+        # Process mode with the bridge jar's operator, started without state: nothing from
+        # before to look for, for any key (otherwise a blocking request to the JVM per new
+        # key: its pending inputs, layout 1's memory, its memory), and each state is
+        # registered when first used: PyFlink's process-mode backend does work for every
+        # registered state at every key switch, used or not (docs/benchmarks.md).
+        fresh = internals.operator_restored(runtime_context) is False
+        makers: dict[str, Any] = {
+            "memory": lambda: runtime_context.get_state(ValueStateDescriptor(MEMORY, pickled)),
+            "pending": lambda: runtime_context.get_list_state(
+                ListStateDescriptor(PENDING, pickled)
+            ),
+            "durable": lambda: runtime_context.get_map_state(
                 MapStateDescriptor(DURABLE, Types.STRING(), pickled)
             ),
+        }
+        if ttl:
             # Short-term memory TTL is ours, for the key's memory as a whole (Flink's
             # per-entry state TTL would expire single paths, and did not expire entries in a
             # test through PyFlink): the time of the key's last memory change, checked when
             # memory is loaded.
-            touched=(
-                runtime_context.get_state(ValueStateDescriptor(MEMORY_TOUCHED, Types.DOUBLE()))
-                if ttl
-                else None
-            ),
+            makers["touched"] = lambda: runtime_context.get_state(
+                ValueStateDescriptor(MEMORY_TOUCHED, Types.DOUBLE())
+            )
+        makers["approval"] = lambda: runtime_context.get_state(
+            ValueStateDescriptor(APPROVAL, Types.STRING())
+        )
+        # Layout 1's memory is registered too: a restore from one of its savepoints holds it.
+        legacy = (
+            None
+            if fresh
+            else runtime_context.get_map_state(
+                MapStateDescriptor(MEMORY_V1, Types.STRING(), pickled)
+            )
+        )
+        state = cls(
+            memory=None,
+            pending=None,
+            durable=None,
             ttl=ttl,
             ttl_on_read=ttl_on_read,
-            memory_unused=keyless,
-            approval=runtime_context.get_state(ValueStateDescriptor(APPROVAL, Types.STRING())),
+            memory_unused=keyless or fresh,
             legacy_memory=None if keyless else legacy,
+            check_restored=not fresh,
         )
+        for name, make in makers.items():
+            setattr(state, name, _Deferred(state, name, make) if fresh else make())
+        state.started_fresh = fresh
         try:
             state.keys = internals.state_keys(runtime_context)
         except internals.InternalsChanged as exc:
             state.keys_problem = str(exc)
+            return state
+        if fresh:
             return state
         try:
             # A state read per record is skipped while keyed state certainly holds nothing

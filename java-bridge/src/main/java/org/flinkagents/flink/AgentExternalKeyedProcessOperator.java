@@ -3,6 +3,7 @@ package org.flinkagents.flink;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.functions.python.DataStreamPythonFunctionInfo;
 import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
@@ -36,6 +37,11 @@ import java.util.Map;
  * <p>{@link #copy} keeps this class when PyFlink's Python operator chaining merges the
  * function with the Python operators that follow it.
  *
+ * <p>It tells the Python function whether this operator instance started from a checkpoint or
+ * savepoint ({@link #RESTORED_PARAMETER}): keyed state can hold something from before only
+ * then, and a function that started fresh skips the look for it that process mode's keyed state
+ * otherwise makes for every new key (a blocking request to this JVM each).
+ *
  * <p>{@link #open} installs {@link BeamReleaseFix} on the slot's Python worker: without it a
  * failover could stop the TaskManager (Beam's bundle reference count race) and leave the
  * restart without a slot.
@@ -52,12 +58,21 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
 
     private transient boolean finished;
 
+    /** Whether the operator's state was restored; null until {@link #initializeState}. */
+    private transient Boolean restored;
+
     public AgentExternalKeyedProcessOperator(
             Configuration config,
             DataStreamPythonFunctionInfo pythonFunctionInfo,
             RowTypeInfo inputTypeInfo,
             TypeInformation<OUT> outputTypeInfo) {
         super(config, pythonFunctionInfo, inputTypeInfo, outputTypeInfo);
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        restored = context.isRestored();
     }
 
     @Override
@@ -74,10 +89,24 @@ public class AgentExternalKeyedProcessOperator<OUT> extends ExternalPythonKeyedP
      */
     public static final String JOB_ID_PARAMETER = "flink-agents.job-id";
 
+    /**
+     * Name of the parameter that tells the Python function whether this operator instance was
+     * restored ({@code "true"}: from a checkpoint or a savepoint, of any version; {@code
+     * "false"}: it started without state, so its keyed state holds nothing from before; {@code
+     * flink_agents.runtime.flink._pyflink_internals.RESTORED_PARAMETER}, part of the {@link
+     * Contract}). Set from {@code StateInitializationContext.isRestored()}, which Flink calls
+     * before {@link #open} makes the Python function runner; absent if it was not called (the
+     * function then looks for state from before, as without this operator).
+     */
+    public static final String RESTORED_PARAMETER = "flink-agents.restored";
+
     @Override
     public Map<String, String> getInternalParameters() {
         Map<String, String> parameters = new HashMap<>(super.getInternalParameters());
         parameters.put(JOB_ID_PARAMETER, getRuntimeContext().getJobInfo().getJobId().toString());
+        if (restored != null) {
+            parameters.put(RESTORED_PARAMETER, restored.toString());
+        }
         return parameters;
     }
 

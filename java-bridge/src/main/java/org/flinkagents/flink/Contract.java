@@ -5,8 +5,9 @@ package org.flinkagents.flink;
  * points ({@code flink_agents.runtime.flink.entry.CONTRACT_VERSION}): the names, arguments and
  * results of what the operators call in Python ({@code claim_barrier_hook}, {@code
  * lean_operation}, {@code before_barrier}, {@code batch_settings}, {@code process_batch}, {@code
- * process_element_list}), the barrier timer of the process-mode operator and the packed output
- * format that {@link CarriedTimestampOperator} reads.
+ * process_element_list}), the barrier timer and the job parameters (job id, restored) of the
+ * process-mode operator and the packed output format that {@link CarriedTimestampOperator}
+ * reads.
  *
  * <p>Both sides check it: the client before it uses these operators (another version: PyFlink's
  * operators), the thread-mode operator before it calls into Python, and Python when the operator
@@ -14,8 +15,12 @@ package org.flinkagents.flink;
  */
 public final class Contract {
 
-    /** The contract version; {@code flink_agents.runtime.flink.entry.CONTRACT_VERSION}. */
-    public static final String VERSION = "3";
+    /**
+     * The contract version; {@code flink_agents.runtime.flink.entry.CONTRACT_VERSION}. 4: the
+     * process-mode operator tells the function whether it was restored ({@link
+     * AgentExternalKeyedProcessOperator#RESTORED_PARAMETER}).
+     */
+    public static final String VERSION = "4";
 
     private Contract() {}
 
