@@ -40,7 +40,9 @@ Usage (a module: the Python workers import its functions)::
         [--backends hashmap,rocksdb] [--kinds baseline,agent] [--json PATH] [--marks PATH]
 
 The MiniCluster's JVM takes its options from ``JVM_ARGS`` (e.g. ``JVM_ARGS=-Xmx8g`` for the
-heap backend at 1,000,000 keys: ~2 GiB of state).
+heap backend at 1,000,000 keys: ~1.8 GiB of state, 4.3 GiB of RSS). ``--timeout`` bounds a
+configuration's processing and its last checkpoint: 1,000,000 keys took 6-17 minutes on the
+heap at load 1-15 and need more on a loaded machine (``--timeout 4500``).
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ IDLE_SLEEP = 0.02  # seconds per idle record after the last input
 #: From this --interval-ms on, the checkpoint with all the state is triggered right after
 #: the input (through the REST API) instead of waiting for the next periodic one.
 MANUAL_CHECKPOINT_MS = 60_000
+#: A progress mark also after this many seconds without one: a job that slows to a few
+#: records per second (RocksDB at 1,000,000 keys) still tells how far it got.
+MARK_EVERY_S = 60.0
 
 
 def _turn(key: str, n: int) -> dict[str, str]:
@@ -192,10 +197,10 @@ class Records(MapFunction):
 class Progress(MapFunction):
     """Writes ``{"first", "last", "n", "cpu"}`` to ``path`` when the ``total``-th output
     passed; ``cpu``: the process CPU seconds between the first output and then (thread mode:
-    the whole JVM, Python included; no job start-up), also every 5 % of the outputs
-    (``cpu_marks``: how the cost per record moves as the state grows), each mark appended
-    at once to ``marks`` (a JSON line with ``label``) if given: a run stopped before its
-    end still tells its figures so far."""
+    the whole JVM, Python included; no job start-up), also every 5 % of the outputs and
+    after :data:`MARK_EVERY_S` without a mark (``cpu_marks``: how the cost per record moves
+    as the state grows), each mark appended at once to ``marks`` (a JSON line with
+    ``label``) if given: a run stopped before its end still tells its figures so far."""
 
     def __init__(self, path: str, total: int, marks: str | None = None, label: str = "") -> None:
         self._path, self._total = path, total
@@ -207,19 +212,23 @@ class Progress(MapFunction):
         self._cpu_first = 0.0
         self._marks: list[tuple[int, float, float]] = []
         self._every = max(self._total // 20, 1)
+        self._next_at = 0.0
 
     def map(self, value: Any) -> Any:
         self._n += 1
+        now = time.time()
         if self._n == 1:
-            self._first = time.time()
+            self._first = now
             self._cpu_first = time.process_time()
-        elif not self._n % self._every or self._n == self._total:
-            mark = (self._n, time.time() - self._first, time.process_time() - self._cpu_first)
+            self._next_at = now + MARK_EVERY_S
+        elif not self._n % self._every or self._n == self._total or now >= self._next_at:
+            self._next_at = now + MARK_EVERY_S
+            mark = (self._n, now - self._first, time.process_time() - self._cpu_first)
             self._marks.append(mark)
             if self._marks_path:
                 with open(self._marks_path, "a", encoding="utf-8") as fh:
                     line = {"label": self._label, "n": mark[0], "s": mark[1], "cpu": mark[2]}
-                    fh.write(json.dumps({**line, "at": time.time()}) + "\n")
+                    fh.write(json.dumps({**line, "at": now}) + "\n")
         if self._n == self._total:
             Path(self._path).write_text(
                 json.dumps(
@@ -493,6 +502,13 @@ def _one(args: argparse.Namespace, keys: int, backend: str, kind: str) -> dict[s
     return result
 
 
+def _backend_label(result: dict[str, Any]) -> str:
+    """The backend of a result as the plot names it: RocksDB with a bloom filter
+    (``--flink-conf state.backend.rocksdb.use-bloom-filter=true``) is a line of its own."""
+    bloom = "state.backend.rocksdb.use-bloom-filter=true" in (result.get("flink_conf") or [])
+    return f"{result['backend']}, bloom filter" if bloom else str(result["backend"])
+
+
 def plot(results: list[dict[str, Any]], path: str, note: str) -> None:
     """CPU per record while processing (left) and records/s (right) against the number of
     keys, one line per backend and job (the median where a configuration ran more than
@@ -501,11 +517,11 @@ def plot(results: list[dict[str, Any]], path: str, note: str) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=plots._SIZE)
     series: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
     for r in results:
-        series.setdefault((r["backend"], r["kind"]), {}).setdefault(r["keys"], []).append(r)
+        series.setdefault((_backend_label(r), r["kind"]), {}).setdefault(r["keys"], []).append(r)
     colors = {"baseline": plots._BASELINE, "agent": plots._AGENT}
     for (backend, kind), by_keys in sorted(series.items()):
         keys = sorted(by_keys)
-        style = "-" if backend == "rocksdb" else "--"
+        style = "-" if backend.startswith("rocksdb") else "--"
         label = f"{kind}, {backend}"
         for axis, figure in ((left, "pass2_cpu_us"), (right, "rate")):
             values = [
