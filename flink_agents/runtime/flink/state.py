@@ -109,11 +109,6 @@ class _Deferred:
         self._owner, self._attr, self._make = owner, attr, make
         self._state: Any = None
 
-    @property
-    def registered(self) -> bool:
-        """Whether the state was registered (used) yet."""
-        return self._state is not None
-
     def __getattr__(self, method: str) -> Any:
         state = self._state
         if state is None:
