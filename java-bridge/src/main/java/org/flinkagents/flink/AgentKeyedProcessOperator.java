@@ -361,7 +361,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                     "room",
                     "flink-agents: a batch waits for its in-flight places in Python (a checkpoint"
                             + " barrier waits for it too)",
-                    e instanceof Exception ? (Exception) e : new RuntimeException(e));
+                    e);
         }
     }
 
@@ -380,7 +380,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
     }
 
     /** Logs {@code message} with {@code error}'s cause, once per job and {@code kind}. */
-    private static void warnOnce(String kind, String message, Exception error) {
+    private static void warnOnce(String kind, String message, Throwable error) {
         if (WARNED.add(kind)) {
             Throwable cause =
                     error instanceof InvocationTargetException && error.getCause() != null
@@ -562,7 +562,7 @@ public class AgentKeyedProcessOperator<K, IN, OUT>
                         "closed",
                         "flink-agents: the function was not told that its task ended (runs in"
                                 + " flight go on until they finish)",
-                        e instanceof Exception ? (Exception) e : new RuntimeException(e));
+                        e);
             }
         }
         python = null;
