@@ -6,7 +6,10 @@ chat agent over fake keyed state, ``process_batch`` in batches of 32):
 1. thread CPU per record of the host path (``process_batch``: the function, the slot, the
    borrowed loop, the core's run, commit and output packing) against the core's run alone
    (``AgentRunner.run`` awaited in a loop), alternating, ``--rounds`` times: the difference
-   is what the Flink host adds around the run;
+   is what the Flink host adds around the run; and the *floor*: the same records through
+   the agent's own code only (``host_instructions.floor_runs``: its two actions called
+   directly with their events built, and the zero-latency model's call; no runner, no
+   host), so that the framework's share is the host path minus the floor;
 2. with ``--profile``, cProfile (thread CPU clock) of the host path, grouped into the
    parts named in docs/benchmarks.md ("Where the time goes"). cProfile's own cost inflates
    small functions: read its shares, not its microseconds.
@@ -70,6 +73,20 @@ def _core_us(records: int) -> float:
         runner.close()
 
 
+def _floor_us(records: int) -> float:
+    """Thread CPU per record of the agent's own code alone (same inputs, decoded)."""
+    runner, setup = host_instructions.floor_setup()
+    inputs = [{"key": f"k{i % 100}", "i": i} for i in range(records)]
+    loop = asyncio.new_event_loop()
+    try:
+        started = time.thread_time()
+        loop.run_until_complete(host_instructions.floor_runs(inputs, setup))
+        return (time.thread_time() - started) * 1e6 / records
+    finally:
+        loop.close()
+        runner.close()
+
+
 def _host_us(records: int) -> float:
     """Thread CPU per record of the host path (``process_batch``)."""
     started = time.thread_time()
@@ -83,19 +100,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    _core_us(1_000)  # warm-up: imports, first plan
+    _floor_us(1_000)  # warm-up: imports, first plan
+    _core_us(1_000)
     _host_us(1_000)
     load = os.getloadavg()[0]
-    cores, hosts = [], []
+    floors, cores, hosts = [], [], []
     for _ in range(args.rounds):
+        floors.append(_floor_us(args.records))
         cores.append(_core_us(args.records))
         hosts.append(_host_us(args.records))
-        print(f"core run {cores[-1]:6.1f} us, host path {hosts[-1]:6.1f} us per record")
+        print(
+            f"floor {floors[-1]:6.1f} us, core run {cores[-1]:6.1f} us, "
+            f"host path {hosts[-1]:6.1f} us per record"
+        )
+    floor = statistics.median(floors)
     core, host = statistics.median(cores), statistics.median(hosts)
     print(
-        f"medians: core run {core:.1f} us, host path {host:.1f} us: the host adds "
-        f"{host - core:.1f} us ({(host - core) / host:.0%} of the path); load average "
-        f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
+        f"medians: floor {floor:.1f} us, core run {core:.1f} us, host path {host:.1f} us: "
+        f"the host adds {host - core:.1f} us ({(host - core) / host:.0%} of the path), "
+        f"the framework (host path minus floor) {host - floor:.1f} us "
+        f"({(host - floor) / host:.0%}); load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     if not args.profile:
         return
