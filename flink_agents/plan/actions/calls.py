@@ -76,7 +76,7 @@ async def call_model_offering(
     """:func:`call_model`, also returning the names of the tools the model was offered when
     model interceptors may have changed them (recorded in the call's durable record); None
     when the offer is the setup's own (see :mod:`.tool_authorization`)."""
-    setup = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    setup, timeout, bounded_achat = _model_of(ctx, model)
     # The plan read once (secret_masker and _chain, written out: every model call asks).
     plan = getattr(ctx, "agent_plan", None)
     masker = getattr(plan, "masker", None)
@@ -85,7 +85,6 @@ async def call_model_offering(
         messages = masked_messages(messages, mask)
         prompt_args = masked_arguments(prompt_args, mask)
     chain = plan.interceptor_chain("model") if plan is not None and plan.interceptors else []
-    timeout = model_timeout(setup, ctx)
     # Token budgets and the response cache (runtime/governance.py), when configured.
     guard = getattr(ctx, "model_guard", None)
     if guard is not None:
@@ -98,7 +97,7 @@ async def call_model_offering(
             options = {**(options or {}), "prompt_args": prompt_args}
         # Without interceptors the offer is the setup's tools, fixed by the plan: the reply
         # needs not carry it (the chat action asks the setup when the model calls tools).
-        achat = _bounded_achat(setup, timeout, model)
+        achat = bounded_achat
         if guard is not None:
             achat = guard.cached(achat, setup, messages, options or {})
         reply = await ctx.durable_execute_async(achat, messages, **(options or {}))
@@ -215,6 +214,24 @@ async def call_agent_tool(
         tool_name=name, arguments=arguments, call_id=call_id, tool=tool, key=ctx.key
     )
     return await run_chain("tool", chain, request, terminal)
+
+
+def _model_of(ctx: RunnerContext, model: str) -> tuple[Any, float | None, Any]:
+    """``(setup, deadline, setup.achat bounded by it)`` of chat model setup ``model``:
+    resolved once per runner and name (``ctx.model_calls``: the runner's resources and
+    configuration do not change while it runs; every model call asked for all three) and
+    again when the setup's class got a new ``achat`` meanwhile (a test patching it)."""
+    cache = getattr(ctx, "model_calls", None)
+    if cache is not None:
+        entry = cache.get(model)
+        if entry is not None and type(entry[0]).achat is entry[1]:
+            return entry[0], entry[2], entry[3]
+    setup: Any = ctx.get_resource(model, ResourceType.CHAT_MODEL)
+    timeout = model_timeout(setup, ctx)
+    achat = _bounded_achat(setup, timeout, model)
+    if cache is not None:
+        cache[model] = (setup, type(setup).achat, timeout, achat)
+    return setup, timeout, achat
 
 
 def call_timeout(resource: Any, ctx: RunnerContext, option: Any) -> float | None:

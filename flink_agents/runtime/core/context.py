@@ -234,6 +234,12 @@ class RunContext(RunnerContext):
         return None if governance is None else governance.guard(self._run, self._action.name)
 
     @property
+    def model_calls(self) -> dict[str, tuple[Any, Any, float | None, Any]]:
+        """The runner's chat model setups as model calls use them, by name (see
+        ``plan/actions/calls.py: _model_of``)."""
+        return self._run.runner.model_calls
+
+    @property
     def agent_plan(self) -> AgentPlan:
         """The plan being run (the built-in actions read interceptors and hooks from it)."""
         return self._run.runner.plan

@@ -125,6 +125,9 @@ class AgentRunner:
         self.agent_metrics: AgentMetrics | None = None
         self._closables: list[Callable[[], None]] = []
         self._call_targets: dict[Any, tuple[str, str]] = {}
+        #: Chat model setups as model calls use them, by name: ``(setup, its class's
+        #: achat, deadline, bounded achat)`` (``plan/actions/calls.py: _model_of``).
+        self.model_calls: dict[str, tuple[Any, Any, float | None, Any]] = {}
         # Run ids: a random prefix per runner and a counter (uuid4 per run costs a syscall).
         self._run_prefix = uuid.uuid4().hex[:16]
         self._run_seq = itertools.count(1)
