@@ -352,3 +352,41 @@ def test_await_within_deadline_is_due_from_the_calls_start():
             await await_within(busy_then_waits_a_little(), 0.3, _expired)
 
     asyncio.run(main())
+
+
+def test_a_runner_resolves_a_model_once_and_again_when_its_achat_is_patched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flink_agents.runtime.core import AgentRunner
+    from tests.flink import agents
+
+    runner = AgentRunner(AgentPlan.from_agent(agents.chat_agent()))
+    looked_up: list[str] = []
+    real_get = runner.resources.get
+
+    def get(name: str, rtype: Any) -> Any:
+        looked_up.append(name)
+        return real_get(name, rtype)
+
+    monkeypatch.setattr(runner.resources, "get", get)
+    patched_calls: list[int] = []
+    original = ScriptedChatModelSetup.achat
+
+    async def patched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        patched_calls.append(1)
+        return await original(self, *args, **kwargs)
+
+    async def runs(n: int) -> list[Any]:
+        return [(await runner.run("k", {"i": i})).outputs for i in range(n)]
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(runs(3)) == [[{"i": 0}], [{"i": 1}], [{"i": 2}]]
+        assert looked_up.count("model") == 1  # once per runner and model name
+        monkeypatch.setattr(ScriptedChatModelSetup, "achat", patched)
+        assert loop.run_until_complete(runs(2)) == [[{"i": 0}], [{"i": 1}]]
+        assert patched_calls == [1, 1]  # the patched method, with its deadline
+    finally:
+        loop.close()
+        runner.close()
+    assert runner.model_calls == {}  # their setups were closed

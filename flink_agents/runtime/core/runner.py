@@ -257,6 +257,7 @@ class AgentRunner:
                 close()
             self._closables = []
             self.long_term_memory.close()
+            self.model_calls.clear()  # their setups are closed with the resources
             self.resources.close()
         finally:
             self.executor.shutdown(wait=False, cancel_futures=True)

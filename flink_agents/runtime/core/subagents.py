@@ -171,6 +171,7 @@ class SubagentRunner(AgentRunner):
     def close(self) -> None:
         """Close the section's own resources (the pool and long-term memory are the
         root's)."""
+        self.model_calls.clear()  # their setups are closed with the resources
         self.resources.close()
 
 
