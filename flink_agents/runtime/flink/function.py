@@ -82,6 +82,9 @@ _MAX_DELAY_MS = 1000
 #: commit, and a burst of keys for the end-of-input drain (docs/benchmarks.md).
 _SWEEP_INTERVAL = 0.01
 
+#: Delay (ms) of process mode's shared processing-time timer (``_arm_shared``).
+_SWEEP_TIMER_MS = 10
+
 #: ``_drain_anchor`` before a shared drain timer is registered.
 _NO_ANCHOR = object()
 
@@ -182,6 +185,9 @@ class AgentProcessFunction(KeyedProcessFunction):
             keyless=self._keyless,
         )
         self._thread_mode = in_jvm()
+        if not self._thread_mode:
+            # Bundle ends otherwise wait up to 200 ms for Beam's sampler thread.
+            internals.shorten_state_sampling()
         self._report_file = config.get(fast_paths.REPORT_FILE)
         self.bind(
             state,
@@ -631,7 +637,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         instead of two timers per key. Neither needs to survive a restore: the keys they
         serve have nothing in keyed state (a barrier stores them with their own timers)."""
         if self._sweep_timer is None:
-            self._sweep_timer = service.current_processing_time() + self._timer_delay()
+            # Short: the timer reaches the JVM with the worker's next output flush, which is
+            # when it matters (it then fires at once instead of a run time later).
+            self._sweep_timer = service.current_processing_time() + _SWEEP_TIMER_MS
             service.register_processing_time_timer(self._sweep_timer)
         if self._drain_anchor is _NO_ANCHOR:
             self._drain_anchor = work.key
