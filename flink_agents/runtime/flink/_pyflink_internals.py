@@ -537,16 +537,19 @@ def shorten_state_sampling(period_ms: int = STATE_SAMPLING_MS) -> bool:
         processor = frame.f_locals.get("self")
         if isinstance(processor, bundle_processor.BundleProcessor):
             old = getattr(processor, "state_sampler", None)
-            if type(old) is not sampler_class or old.started:
+            if type(old) is not sampler_class:
                 return False
-            if old.sampling_period_ms != period_ms:
-                try:
-                    processor.state_sampler = sampler_class(
-                        old._prefix, old._counter_factory, sampling_period_ms=period_ms
-                    )
-                except Exception:  # keep Beam's own sampler
-                    log.debug("state sampler not replaced", exc_info=True)
-                    return False
+            if old.sampling_period_ms == period_ms:
+                return True
+            if old.started:
+                return False  # (a bundle runs: not the constructor's frame)
+            try:
+                processor.state_sampler = sampler_class(
+                    old._prefix, old._counter_factory, sampling_period_ms=period_ms
+                )
+            except Exception:  # keep Beam's own sampler
+                log.debug("state sampler not replaced", exc_info=True)
+                return False
             return True
         frame = frame.f_back
     return False
