@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,22 +190,39 @@ def test_approval_agent_example_pauses_and_resumes_by_the_reviewers_decisions():
     approval_agent.ISSUED.clear()
     ScriptedChatModelConnection.reset_counts()
     out = approval_agent.main()
+    # Keys run concurrently: the order across keys follows their calls' timing (a loaded
+    # machine reorders them), each key's own order is its inputs'.
     requests = [(k, o.arguments["order_id"]) for k, o in out if isinstance(o, ApprovalRequest)]
-    assert requests == [("ann", "A-1001"), ("bob", "A-1002"), ("cid", "Z-9"), ("ann", "A-1004")]
+    assert _by_key(requests) == {
+        "ann": ["A-1001", "A-1004"],
+        "bob": ["A-1002"],
+        "cid": ["Z-9"],
+    }
     answers = [(k, o) for k, o in out if not isinstance(o, ApprovalRequest)]
-    assert answers == [
-        ("ann", "Done: refunded 30 EUR on A-1001"),
-        ("bob", "Done: refunded 100 EUR on A-1002"),  # edited by the reviewer
-        (
-            "cid",
+    assert _by_key(answers) == {
+        "ann": [
+            "Done: refunded 30 EUR on A-1001",
+            "Done: refunded 5 EUR on A-1004",  # waited behind ann's first ticket
+        ],
+        "bob": ["Done: refunded 100 EUR on A-1002"],  # edited by the reviewer
+        "cid": [
             "Done: Error: tool 'issue_refund' was not called: the call was rejected by a "
-            "human reviewer: unknown order",
-        ),
-        ("ann", "Done: refunded 5 EUR on A-1004"),  # waited behind ann's first ticket
-    ]
-    assert approval_agent.ISSUED == [("A-1001", 30.0), ("A-1002", 100.0), ("A-1004", 5.0)]
+            "human reviewer: unknown order"
+        ],
+    }
+    issued = approval_agent.ISSUED
+    assert sorted(issued) == [("A-1001", 30.0), ("A-1002", 100.0), ("A-1004", 5.0)]
+    assert issued.index(("A-1001", 30.0)) < issued.index(("A-1004", 5.0))  # ann's order
     # Two model calls per ticket: the one before each pause was not made again.
     assert ScriptedChatModelConnection.call_counts["refund-model"] == 8
+
+
+def _by_key(pairs: list[tuple[str, Any]]) -> dict[str, list[Any]]:
+    """Values by key, each key's in the order given."""
+    grouped: dict[str, list[Any]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return grouped
 
 
 def test_text_react_agent_example_parses_acts_and_is_guarded():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -120,3 +121,35 @@ def test_cancel_stops_the_runs_of_a_slot() -> None:
     assert list(work.seq.collect()) == []
     with pytest.raises(TaskCancelledError):
         slot.check_cancelled("anything")
+
+
+@pytest.mark.parametrize("how", ["close", "cancel"])
+def test_async_closes_of_resources_finish_before_the_loop_stops(how: str) -> None:
+    # Resources close their HTTP clients by scheduling the client's async close on the
+    # slot's loop (integrations/_common.py: PerLoop.close); the loop must run it before it
+    # stops, or the coroutine is dropped unawaited (a RuntimeWarning, a leaked connection).
+    cancelled = threading.Event()
+    slot, work = _hung_slot(cancelled) if how == "cancel" else (SlotRuntime(_plan()), None)
+    closed = threading.Event()
+    close_runner = slot.runner.close
+
+    async def aclose() -> None:
+        await asyncio.sleep(0.05)  # a close that really waits (a connection's shutdown)
+        closed.set()
+
+    def runner_close() -> None:
+        asyncio.run_coroutine_threadsafe(aclose(), slot.loop)
+        close_runner()
+
+    slot.runner.close = runner_close  # type: ignore[method-assign]
+    if work is not None:  # a run waits on its model: cancel stops it, then shuts down
+        slot.cancel()
+    else:
+        slot.close()
+    assert slot.wait_stopped(5)
+    assert closed.is_set()
+    assert slot.loop.is_closed()
+
+
+def _plan() -> AgentPlan:
+    return AgentPlan.from_agent(chat_agent(latency=0.01), AgentConfiguration())

@@ -42,6 +42,10 @@ _SETTLE_HOPS = 1
 #: so the slice bounds how late a cancellation is seen; a check is one call into Java.
 WAIT_SLICE = 0.05
 
+#: Seconds the loop keeps running after the slot's shutdown for the async closes of its
+#: resources (HTTP clients) to finish.
+_CLOSE_GRACE = 1.0
+
 
 @dataclass
 class Item:
@@ -571,4 +575,13 @@ class SlotRuntime:
         try:
             self.runner.close()
         finally:
-            self.loop.call_soon(self.loop.stop)
+            # Closing resources schedules their async closes (HTTP clients) on this loop:
+            # they run before it stops (a bounded wait), else their coroutines are dropped
+            # unawaited and the connections are left to the garbage collector.
+            self.loop.call_soon(self._stop_when_closed, time.monotonic() + _CLOSE_GRACE)
+
+    def _stop_when_closed(self, deadline: float) -> None:
+        if time.monotonic() < deadline and any(not t.done() for t in asyncio.all_tasks(self.loop)):
+            self.loop.call_later(0.01, self._stop_when_closed, deadline)
+            return
+        self.loop.stop()
