@@ -18,9 +18,12 @@ from flink_agents.runtime.flink import _pyflink_internals as internals  # noqa: 
 
 @pytest.fixture
 def beam_defaults() -> Any:
-    """Beam's sampler defaults, put back after the test."""
+    """Beam's own sampler defaults during the test (a process-mode job that ran before in
+    this process shortened them), the ones before put back after it."""
     init = statesampler.StateSampler.__init__
     saved = init.__defaults__
+    assert saved is not None
+    init.__defaults__ = (*saved[:-1], statesampler.DEFAULT_SAMPLING_PERIOD_MS)
     yield
     init.__defaults__ = saved
 
