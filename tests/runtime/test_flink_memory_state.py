@@ -12,9 +12,13 @@ import pytest
 
 pytest.importorskip("pyflink")
 
+from pyflink.datastream.time_domain import TimeDomain  # noqa: E402
+
 from flink_agents.plan.agent_plan import AgentPlan  # noqa: E402
 from flink_agents.runtime.flink import function as fn  # noqa: E402
 from flink_agents.runtime.flink._pyflink_internals import RESTORED_PARAMETER  # noqa: E402
+from flink_agents.runtime.flink.entry import BARRIER_TIMER  # noqa: E402
+from flink_agents.runtime.flink.function import DRAIN_TIME  # noqa: E402
 from flink_agents.runtime.flink.output import KEEP_TIMESTAMP  # noqa: E402
 from flink_agents.runtime.flink.slot import Item, SlotRuntime  # noqa: E402
 from flink_agents.runtime.flink.state import MEMORY, MEMORY_V1, KeyedState  # noqa: E402
@@ -305,13 +309,12 @@ def test_process_mode_inputs_commit_other_keys_finished_runs() -> None:
     """A run that waited is committed by a later input of another key, under its own key
     (outputs, pending inputs cleared, its timers deleted), not at its timer: in process mode
     that timer reaches the JVM with the worker's next output flush and fires back in a later
-    bundle (1-2 s)."""
-    function, slot, state, backend, context = _process_mode("false", agents.chat_agent(0.05))
+    bundle (1-2 s). PyFlink's own operator (no barrier timers): inputs are stored at once."""
+    function, slot, state, backend, context = _process_mode(None, agents.chat_agent(0.05))
     ctx = _DeletingCtx(backend)
     try:
         backend.set_current_key("a")
         assert list(function.process_element({"key": "a", "i": 0}, ctx)) == []  # waits
-        assert set(context.states) == {"fa-pending"}  # registered when first used
         assert context.states["fa-pending"].by_key["a"] != []
         work = function._active["a"]
         assert work.wait_idle(5.0)
@@ -323,5 +326,94 @@ def test_process_mode_inputs_commit_other_keys_finished_runs() -> None:
         assert context.states["fa-pending"].by_key["a"] == []
         assert ("processing", "a") in ctx.deleted and ("event", "a") in ctx.deleted
         assert backend.key == "b"  # put back
+    finally:
+        slot.close()
+
+
+class _TimerCtx(_DeletingCtx):
+    """:class:`_DeletingCtx` that notes the timers registered too, with the backend's key."""
+
+    def __init__(self, backend: FakePythonBackend) -> None:
+        super().__init__(backend)
+        self.registered: list[tuple[str, Any]] = []
+
+    def register_processing_time_timer(self, at: int) -> None:
+        super().register_processing_time_timer(at)
+        self.registered.append(("processing", self.backend.key))
+
+    def register_event_time_timer(self, at: int) -> None:
+        self.registered.append(("event", self.backend.key))
+
+
+def _input(function: Any, backend: Any, ctx: Any, key: str, i: int) -> list[Any]:
+    backend.set_current_key(key)
+    return [o["i"] for _, o in function.process_element({"key": key, "i": i}, ctx)]
+
+
+def _timer(function: Any, backend: Any, ctx: Any, key: str, at: int, domain: Any) -> list[Any]:
+    backend.set_current_key(key)
+    ctx.domain = domain
+    try:
+        return [o["i"] for _, o in function.on_timer(at, ctx)]
+    finally:
+        ctx.domain = TimeDomain.PROCESSING_TIME
+
+
+def test_fresh_process_mode_keeps_inputs_out_of_state_until_a_barrier() -> None:
+    """With the bridge jar's operator (a barrier timer before every checkpoint barrier),
+    inputs of runs that wait are held in the function, not written to keyed state, and one
+    shared processing-time timer and one drain timer stand in for two timers per key: a
+    run committed before the next barrier costs no state request and no timer (each a
+    request to the JVM, or work at the bundle's end). Committed by later inputs, or by
+    the shared timer."""
+    function, slot, state, backend, context = _process_mode("false", agents.chat_agent(0.05))
+    ctx = _TimerCtx(backend)
+    try:
+        assert _input(function, backend, ctx, "a", 0) == []  # waits
+        assert _input(function, backend, ctx, "b", 1) == []
+        assert context.states == {}  # nothing written, nothing registered
+        assert ctx.registered == [("processing", "a"), ("event", "a")]  # shared, once
+        assert function._active["a"].wait_idle(5.0) and function._active["b"].wait_idle(5.0)
+        function._sweep_at = 0.0
+        assert sorted(_input(function, backend, ctx, "c", 2)) == [0, 1]  # a's and b's
+        assert backend.key == "c" and set(function._active) == {"c"}
+        assert function._active["c"].wait_idle(5.0)
+        # The shared timer (under a) commits c's run; no key is left: not armed again.
+        sweep = function._sweep_timer
+        assert _timer(function, backend, ctx, "a", sweep, TimeDomain.PROCESSING_TIME) == [2]
+        assert function._active == {} and function._sweep_timer is None
+        assert ctx.registered == [("processing", "a"), ("event", "a")]
+        assert ctx.deleted == [] and context.states == {}
+    finally:
+        slot.close()
+
+
+def test_a_barrier_stores_held_inputs_with_their_timers_and_the_drain_commits_the_rest() -> None:
+    """The barrier timer writes the held inputs of every key with work in flight, under its
+    key, and arms the key's own timers (a restore runs them again and resumes the key); a
+    stored key is committed and forgotten as before. At the end of input the shared drain
+    timer waits for and commits every key still held."""
+    function, slot, state, backend, context = _process_mode("false", agents.chat_agent(0.2))
+    ctx = _TimerCtx(backend)
+    try:
+        assert _input(function, backend, ctx, "a", 0) == []
+        assert _input(function, backend, ctx, "a", 1) == []  # a's second input, held too
+        assert context.states == {}
+        ctx.registered.clear()
+        assert _timer(function, backend, ctx, "z", BARRIER_TIMER, TimeDomain.PROCESSING_TIME) == []
+        pending = context.states["fa-pending"].by_key
+        assert [r[2]["i"] for r in pending["a"]] == [0, 1]  # in arrival order
+        assert ctx.registered == [("processing", "a"), ("event", "a")] and backend.key == "z"
+        assert function._active["a"].stored and function._unstored == {}
+        assert _input(function, backend, ctx, "b", 2) == []  # a new key: held
+        assert "b" not in pending
+        # The drain (under any key) commits b, then a's own drain timer commits a.
+        assert _timer(function, backend, ctx, "a", DRAIN_TIME, TimeDomain.EVENT_TIME) == [
+            2,
+            0,
+            1,
+        ]
+        assert function._active == {} and pending["a"] == [] and "b" not in pending
+        assert backend.key == "a"
     finally:
         slot.close()

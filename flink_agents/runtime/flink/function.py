@@ -82,6 +82,12 @@ _MAX_DELAY_MS = 1000
 #: commit, and a burst of keys for the end-of-input drain (docs/benchmarks.md).
 _SWEEP_INTERVAL = 0.01
 
+#: Delay (ms) of process mode's shared processing-time timer (``_arm_shared``).
+_SWEEP_TIMER_MS = 10
+
+#: ``_drain_anchor`` before a shared drain timer is registered.
+_NO_ANCHOR = object()
+
 
 def _java_interrupt_check() -> Callable[[], bool] | None:
     """Thread mode: a check of the Java task thread's interrupt flag, which Flink sets when
@@ -179,6 +185,9 @@ class AgentProcessFunction(KeyedProcessFunction):
             keyless=self._keyless,
         )
         self._thread_mode = in_jvm()
+        if not self._thread_mode:
+            # Bundle ends otherwise wait up to 200 ms for Beam's sampler thread.
+            internals.shorten_state_sampling()
         self._report_file = config.get(fast_paths.REPORT_FILE)
         self.bind(
             state,
@@ -242,6 +251,15 @@ class AgentProcessFunction(KeyedProcessFunction):
         # Process mode: inputs commit other keys' finished runs (_sweep), which needs the
         # backend's key of each (noted with the barrier hook).
         self._sweep_at: float | None = 0.0 if self.barrier_hook else None
+        # Process mode with the bridge jar's operator (a barrier timer before every
+        # checkpoint barrier): a key's inputs go to keyed state, and its own timers are
+        # armed, only when a barrier finds them uncommitted (_store); until then they are
+        # held here (``_unstored``) and one shared timer of each kind (_arm_shared) stands in
+        # for the keys' own. See docs/benchmarks.md, process mode.
+        self._defer = self.barrier_hook and state.barriers
+        self._unstored: dict[Any, list[Item]] = {}
+        self._sweep_timer: int | None = None
+        self._drain_anchor: Any = _NO_ANCHOR
 
     def close(self) -> None:
         if self.metrics is not None:
@@ -450,7 +468,7 @@ class AgentProcessFunction(KeyedProcessFunction):
                 self._arm(work, ctx)
                 return
         item.ts = timestamp_code(ctx.timestamp()) if ts is None else ts
-        state.add_pending(item)
+        self._hold(work, item)
         with work.lock:
             arrival = work.seq.arrive(item)
         if arrival is Arrival.PLACE:
@@ -463,7 +481,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         waits for its timer, each under its own key (the backend is switched to it and back),
         as its timer would (the timer then finds nothing, or is deleted in time)."""
         self._sweep_at = time.monotonic() + _SWEEP_INTERVAL
-        ready = [w for w in self._active.values() if w.idle and w.timer_at is not None]
+        ready = [
+            w for w in self._active.values() if w.idle and (w.timer_at is not None or not w.stored)
+        ]
         if not ready:
             return
         keys = self.state.keys if self.state is not None else None
@@ -478,25 +498,67 @@ class AgentProcessFunction(KeyedProcessFunction):
         finally:
             keys.switch(previous)
 
-    def _keep(self, work: KeyWork) -> None:
+    def _keep(self, work: KeyWork, *, stored: bool | None = None) -> None:
         """Keep ``work`` as its key's work until the key goes idle; its inputs are (or go
-        now) in keyed state. The backend's key object is noted for before_barrier (here,
-        once per key's work: not per record)."""
+        now) in keyed state, or (process mode with barrier timers, ``stored`` not True) are
+        held until a barrier finds them uncommitted. The backend's key object is noted for
+        before_barrier (here, once per key's work: not per record)."""
         self._active[work.key] = work
         if self.barrier_hook:
             assert self.state is not None
             work.state_key = self.state.current_key()
+        work.stored = not self._defer if stored is None else stored
+
+    def _hold(self, work: KeyWork, item: Item) -> None:
+        """Keep ``item``, an input of ``work``'s key, until it is committed: in keyed state,
+        or here until a barrier (``_store``) when the key's inputs are not stored."""
+        if work.stored:
+            assert self.state is not None
+            self.state.add_pending(item)
+        else:
+            held = self._unstored.get(work.key)
+            if held is None:
+                self._unstored[work.key] = [item]
+            else:
+                held.append(item)
+
+    def _store(self, work: KeyWork, ctx: Any) -> None:
+        """Write the held inputs of ``work``'s key (the backend's current key) to keyed
+        state, in arrival order, and arm the key's own timers: from now on it is kept as
+        without barrier timers."""
+        state = self.state
+        assert state is not None
+        for item in self._unstored.pop(work.key, ()):
+            state.add_pending(item)
         work.stored = True
+        self._arm(work, ctx)
+
+    def _store_unstored(self, ctx: Any) -> None:
+        """Process mode, the barrier timer: every key whose inputs are held uncommitted
+        (not in keyed state) gets them written, and its timers armed, under its own key (the
+        backend is switched to it and back). Errors are raised: the checkpoint must not
+        complete without them."""
+        works = [w for w in self._active.values() if not w.stored]
+        if not works:
+            return
+        keys = self.state.keys if self.state is not None else None
+        assert keys is not None  # (deferring needs the barrier hook, which needs keys)
+        previous = keys.current()
+        try:
+            for work in works:
+                keys.switch(work.state_key)
+                self._store(work, ctx)
+        finally:
+            keys.switch(previous)
 
     def _keep_first(self, work: KeyWork, item: Item, ctx: Any) -> None:
         """Keep the work of a key whose first input, ``item``, started in the synchronous
         path, with ``item`` in keyed state (its timestamp taken now if it came without one:
         before a timer can emit)."""
-        assert self.state is not None
         if item.ts == KEEP_TIMESTAMP:
             item.ts = timestamp_code(ctx.timestamp())
-        self.state.add_pending(item)
         self._keep(work)
+        self._hold(work, item)
 
     def _place(self, work: KeyWork) -> None:
         """Take an in-flight place for the key's next input waiting for one (blocking while
@@ -540,7 +602,7 @@ class AgentProcessFunction(KeyedProcessFunction):
             # request and does not pause again.
             state.clear_request()
         log.info("resuming %d pending input(s) of key %r after a restore", len(items), key)
-        self._keep(work)
+        self._keep(work, stored=True)
         # Restored inputs were accepted before the restore: they take in-flight places too,
         # one after another (the first starts the chain, which frees places as it goes).
         for _ in range(restored.places):
@@ -549,16 +611,39 @@ class AgentProcessFunction(KeyedProcessFunction):
         return work
 
     def _arm(self, work: KeyWork, ctx: Any) -> None:
-        """Arm the key's processing-time timer (once) and its drain timer."""
+        """Arm the key's processing-time timer (once) and its drain timer; a key whose
+        inputs are not stored relies on the shared timers instead (``_arm_shared``)."""
         if work.timer_at is not None:
             return
-        slot = self.slot
-        assert slot is not None
         service = ctx.timer_service()
-        delay = int(min(max(slot.run_seconds * 1000, _MIN_DELAY_MS), _MAX_DELAY_MS))
-        work.timer_at = service.current_processing_time() + delay
+        if not work.stored:
+            self._arm_shared(work, service)
+            return
+        work.timer_at = service.current_processing_time() + self._timer_delay()
         service.register_processing_time_timer(work.timer_at)
         service.register_event_time_timer(DRAIN_TIME)
+
+    def _timer_delay(self) -> int:
+        """Delay (ms) of a processing-time timer: follows observed run time."""
+        slot = self.slot
+        assert slot is not None
+        return int(min(max(slot.run_seconds * 1000, _MIN_DELAY_MS), _MAX_DELAY_MS))
+
+    def _arm_shared(self, work: KeyWork, service: Any) -> None:
+        """Process mode, keys whose inputs are not stored: one processing-time timer at a
+        time (the sweep timer, under whichever key is current: it commits every key's
+        finished runs, ``_sweep``) and one drain timer for the whole function (under the
+        first such key, never deleted: it drains every such key at the end of input),
+        instead of two timers per key. Neither needs to survive a restore: the keys they
+        serve have nothing in keyed state (a barrier stores them with their own timers)."""
+        if self._sweep_timer is None:
+            # Short: the timer reaches the JVM with the worker's next output flush, which is
+            # when it matters (it then fires at once instead of a run time later).
+            self._sweep_timer = service.current_processing_time() + _SWEEP_TIMER_MS
+            service.register_processing_time_timer(self._sweep_timer)
+        if self._drain_anchor is _NO_ANCHOR:
+            self._drain_anchor = work.key
+            service.register_event_time_timer(DRAIN_TIME)
 
     # -- timers ---------------------------------------------------------------------------------
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterator[Any]:
@@ -567,6 +652,8 @@ class AgentProcessFunction(KeyedProcessFunction):
             self.note_fast_path(
                 fast_paths.BARRIER_HOOK, True, "durable records are saved before each barrier"
             )
+            if self._defer:
+                self._store_unstored(ctx)
             self.before_barrier(None)
             return
         if self.metrics is not None:
@@ -578,8 +665,18 @@ class AgentProcessFunction(KeyedProcessFunction):
             self.metrics.maybe_publish()
         slot, state = self.slot, self.state
         assert slot is not None and state is not None
-        key = ctx.get_current_key()
         drain = ctx.time_domain() == TimeDomain.EVENT_TIME
+        if self._defer:
+            if drain:
+                yield from self._drain_unstored(ctx)
+            elif timestamp == self._sweep_timer:
+                self._sweep_timer = None
+                yield from self._sweep(ctx)
+                for other in self._active.values():
+                    if not other.stored:
+                        self._arm_shared(other, ctx.timer_service())
+                        break
+        key = ctx.get_current_key()
         work = self._active.get(key)
         if work is None:
             # (Only a restore leaves pending inputs of a key without work.)
@@ -588,24 +685,50 @@ class AgentProcessFunction(KeyedProcessFunction):
                 return  # a stale timer: the key has gone idle since
             work = self._resume(key, restored, ctx)
         if drain:
-            metrics = self.metrics
-            if metrics is None:
-                slot.wait_for(work.wait_idle, "the key's runs to finish (drain)")
-            else:
-                # The operator thread waits here for the key's last run: runs of other keys
-                # that end meanwhile still reach Flink's metrics.
-                interval = metrics.interval or 0.5
-
-                def idle(timeout: float) -> bool:
-                    if work.wait_idle(min(timeout, interval)):
-                        return True
-                    metrics.publish()
-                    return False
-
-                slot.wait_for(idle, "the key's runs to finish (drain)")
+            self._wait_drained(work)
         elif timestamp == work.timer_at:
             work.timer_at = None
         yield from self._settle(work, ctx, drain)
+
+    def _wait_drained(self, work: KeyWork) -> None:
+        """The drain: wait for the last run of ``work``'s key (the end of input)."""
+        slot = self.slot
+        assert slot is not None
+        metrics = self.metrics
+        if metrics is None:
+            slot.wait_for(work.wait_idle, "the key's runs to finish (drain)")
+            return
+        # The operator thread waits here for the key's last run: runs of other keys that
+        # end meanwhile still reach Flink's metrics.
+        interval = metrics.interval or 0.5
+
+        def idle(timeout: float) -> bool:
+            if work.wait_idle(min(timeout, interval)):
+                return True
+            metrics.publish()
+            return False
+
+        slot.wait_for(idle, "the key's runs to finish (drain)")
+
+    def _drain_unstored(self, ctx: Any) -> Iterator[Any]:
+        """The shared drain timer (or any drain timer): wait for and commit every key whose
+        inputs are not stored, each under its own key (the backend is switched to it and
+        back); they have no drain timer of their own."""
+        works = [w for w in self._active.values() if not w.stored]
+        if not works:
+            return
+        keys = self.state.keys if self.state is not None else None
+        assert keys is not None  # (deferring needs the barrier hook, which needs keys)
+        previous = keys.current()
+        try:
+            for work in works:
+                if self._active.get(work.key) is not work:
+                    continue
+                self._wait_drained(work)
+                keys.switch(work.state_key)
+                yield from self._settle(work, ctx, drain=True)
+        finally:
+            keys.switch(previous)
 
     def _settle(self, work: KeyWork, ctx: Any, drain: bool) -> Iterator[Any]:
         """Commit what ``work``'s key finished, expire what passed its deadline, and forget
@@ -617,6 +740,10 @@ class AgentProcessFunction(KeyedProcessFunction):
             decisions = work.seq.collect()
         if decisions:
             yield from self._commit(work, decisions, ctx)
+            held = self._unstored.get(work.key) if not work.stored else None
+            if held:
+                committed = {d.item.id for d in decisions if type(d) is Commit}
+                held[:] = [item for item in held if item.id not in committed]
         with work.lock:
             expired = work.seq.expire(time.time() + _EXPIRY_SLACK)
         if expired is not None:
@@ -628,12 +755,18 @@ class AgentProcessFunction(KeyedProcessFunction):
             del self._active[work.key]
             if not self._active and self.metrics is not None:
                 self.metrics.publish()  # no run is left: the counts are final for now
-            if work.timer_at is not None:
+            if not work.stored:
+                # Held here only, no timers of its own (a barrier would have stored it).
+                self._unstored.pop(work.key, None)
+                return
+            if work.timer_at is not None and work.timer_at != self._sweep_timer:
                 service.delete_processing_time_timer(work.timer_at)
-            if not drain:
+            if not drain and work.key != self._drain_anchor:
                 service.delete_event_time_timer(DRAIN_TIME)
             return
-        state.save_durable(work, work.unpersisted())
+        if work.stored:
+            # (Not stored: the barrier saves its records, with its inputs.)
+            state.save_durable(work, work.unpersisted())
         if not waits:
             self._arm(work, ctx)  # a paused key waits for its response or deadline timer
 
@@ -755,6 +888,9 @@ class AgentProcessFunction(KeyedProcessFunction):
         if self._active.get(work.key) is not work:
             # Paused in the synchronous path: nothing of the key is in keyed state yet.
             self._keep_first(work, item, ctx)
+        if not work.stored:
+            # A paused run may wait long: its key is kept as without barrier timers.
+            self._store(work, ctx)
         # The request's record and the calls before the pause go to keyed state now: a
         # checkpoint must hold them with the pending input.
         state.save_durable(work, work.unpersisted())

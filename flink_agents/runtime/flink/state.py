@@ -192,6 +192,11 @@ class KeyedState:
         #: Set by :meth:`open` when the operator said it started without state (process
         #: mode, the bridge jar's operator): nothing from before is looked for.
         self.started_fresh = False
+        #: Set by :meth:`open` when the operator is the bridge jar's process-mode one (it
+        #: said whether it was restored), which hands the function a barrier timer before
+        #: every checkpoint barrier: what keyed state must hold at a checkpoint can be
+        #: written then.
+        self.barriers = False
 
     @classmethod
     def open(
@@ -209,7 +214,8 @@ class KeyedState:
         # key: its pending inputs, layout 1's memory, its memory), and each state is
         # registered when first used: PyFlink's process-mode backend does work for every
         # registered state at every key switch, used or not (docs/benchmarks.md).
-        fresh = internals.operator_restored(runtime_context) is False
+        restored = internals.operator_restored(runtime_context)
+        fresh = restored is False
         makers: dict[str, Any] = {
             "memory": lambda: runtime_context.get_state(ValueStateDescriptor(MEMORY, pickled)),
             "pending": lambda: runtime_context.get_list_state(
@@ -251,6 +257,7 @@ class KeyedState:
         for name, make in makers.items():
             setattr(state, name, _Deferred(state, name, make) if fresh else make())
         state.started_fresh = fresh
+        state.barriers = restored is not None
         try:
             state.keys = internals.state_keys(runtime_context)
         except internals.InternalsChanged as exc:
