@@ -32,6 +32,9 @@ TIMESTAMP_OPERATOR = "timestamp-operator"
 STATE_PROBE = "state-probe"
 #: The operator thread runs a run's first steps on the slot's loop itself (``gated_loop``).
 BORROWED_LOOP = "borrowed-loop"
+#: Process mode: the Python worker's Beam state sampler runs every few ms, so that a bundle's
+#: end does not wait up to 200 ms for it (``_pyflink_internals.shorten_state_sampling``).
+STATE_SAMPLING = "state-sampling"
 
 #: The paths that engage with the bridge jar, by ``python.execution-mode``. Process mode
 #: gets the barrier hook only at the first checkpoint barrier, the state probe only in a job
@@ -40,7 +43,7 @@ EXPECTED = {
     "thread": frozenset(
         {LEAN_OPERATION, BATCHES, BARRIER_HOOK, TIMESTAMP_OPERATOR, STATE_PROBE, BORROWED_LOOP}
     ),
-    "process": frozenset({TIMESTAMP_OPERATOR, BORROWED_LOOP, STATE_PROBE}),
+    "process": frozenset({TIMESTAMP_OPERATOR, BORROWED_LOOP, STATE_PROBE, STATE_SAMPLING}),
 }
 
 
