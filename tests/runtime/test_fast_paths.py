@@ -163,6 +163,22 @@ def test_process_mode_notes_only_its_own_paths(opened, caplog) -> None:
     assert function.barrier_hook
 
 
+@pytest.mark.parametrize("sampling", [True, False])
+def test_process_mode_notes_the_state_sampling_path(opened, caplog, monkeypatch, sampling) -> None:
+    # Inside a Beam worker's bundle processor shorten_state_sampling says whether it took;
+    # outside one (the test above) it returns None and nothing is noted.
+    monkeypatch.setattr(internals, "shorten_state_sampling", lambda: sampling)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        opened(_function(), FakePythonBackend(), thread=False)
+    if sampling:
+        assert fast_paths.STATE_SAMPLING in _engaged(caplog)
+        assert fast_paths.STATE_SAMPLING not in _not_engaged(caplog)
+    else:
+        assert "200 ms" in _not_engaged(caplog)[fast_paths.STATE_SAMPLING]
+        warned = [m for level, m in _fast_path_logs(caplog) if level == logging.WARNING]
+        assert any(fast_paths.STATE_SAMPLING in m for m in warned)
+
+
 def test_lean_operation_fallbacks_are_noted_for_the_hooks_function(caplog) -> None:
     function = _function(packed=False)
     hook = entry.BarrierHook(function)

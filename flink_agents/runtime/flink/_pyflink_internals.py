@@ -504,7 +504,7 @@ STATE_SAMPLING_MS = 5
 _PROCESSOR_FRAMES = 40
 
 
-def shorten_state_sampling(period_ms: int = STATE_SAMPLING_MS) -> bool:
+def shorten_state_sampling(period_ms: int = STATE_SAMPLING_MS) -> bool | None:
     """Process mode: give the Python worker's Beam state samplers a period of ``period_ms``.
 
     Beam's worker runs a state sampler thread per bundle (execution-time counters, unused
@@ -514,8 +514,13 @@ def shorten_state_sampling(period_ms: int = STATE_SAMPLING_MS) -> bool:
     stall per bundle of ~1 s). Samplers made from now on get ``period_ms``; the one of the
     bundle processor being built (the function's ``open()`` runs in its constructor, after
     it made its sampler) is replaced by one with ``period_ms`` (the operations keep the
-    first one's scoped states: their sampled times read 0). Called from ``open()``; a
-    no-op (False) when Beam's code is not what Beam 2.48-2.61 (PyFlink 1.20-2.3) have.
+    first one's scoped states: their sampled times read 0). Called from ``open()``.
+
+    Returns:
+        True when the bundle processor being built has the short period; False (a no-op,
+        or only later samplers changed) when Beam's code is not what Beam 2.48-2.61
+        (PyFlink 1.20-2.3) have; None when not called inside a bundle processor's
+        construction (a unit test, another host): later samplers get the period.
     """
     import sys
 
@@ -552,4 +557,4 @@ def shorten_state_sampling(period_ms: int = STATE_SAMPLING_MS) -> bool:
                 return False
             return True
         frame = frame.f_back
-    return False
+    return None

@@ -188,13 +188,14 @@ class AgentProcessFunction(KeyedProcessFunction):
         self._report_file = config.get(fast_paths.REPORT_FILE)
         if not self._thread_mode:
             # Bundle ends otherwise wait up to 200 ms for Beam's sampler thread.
-            if internals.shorten_state_sampling():
+            sampling = internals.shorten_state_sampling()
+            if sampling:
                 self.note_fast_path(
                     fast_paths.STATE_SAMPLING,
                     True,
                     f"Beam's state sampler every {internals.STATE_SAMPLING_MS} ms",
                 )
-            else:
+            elif sampling is False:  # (None: not in a Beam worker's bundle processor)
                 self.note_fast_path(
                     fast_paths.STATE_SAMPLING,
                     False,
