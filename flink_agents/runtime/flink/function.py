@@ -15,6 +15,7 @@ docs/ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -500,15 +501,23 @@ class AgentProcessFunction(KeyedProcessFunction):
         ]
         if not ready:
             return
-        keys = self.state.keys if self.state is not None else None
-        assert keys is not None  # (set with the barrier hook)
-        previous = keys.current()
-        try:
+        with self._key_put_back() as switch:
             for work in ready:
                 if work.state_key is None or self._active.get(work.key) is not work:
                     continue
-                keys.switch(work.state_key)
+                switch(work.state_key)
                 yield from self._settle(work, ctx, drain=False)
+
+    @contextlib.contextmanager
+    def _key_put_back(self) -> Iterator[Callable[[Any], None]]:
+        """Process mode: the keyed state backend's ``switch`` (to a key noted in a work's
+        ``state_key``) for work on other keys than the current one (the sweep, the barrier
+        timer, the shared drain); the current key is put back after, also on an error."""
+        keys = self.state.keys if self.state is not None else None
+        assert keys is not None  # (set with the barrier hook, which these need)
+        previous = keys.current()
+        try:
+            yield keys.switch
         finally:
             keys.switch(previous)
 
@@ -555,15 +564,10 @@ class AgentProcessFunction(KeyedProcessFunction):
         works = [w for w in self._active.values() if not w.stored]
         if not works:
             return
-        keys = self.state.keys if self.state is not None else None
-        assert keys is not None  # (deferring needs the barrier hook, which needs keys)
-        previous = keys.current()
-        try:
+        with self._key_put_back() as switch:
             for work in works:
-                keys.switch(work.state_key)
+                switch(work.state_key)
                 self._store(work, ctx)
-        finally:
-            keys.switch(previous)
 
     def _keep_first(self, work: KeyWork, item: Item, ctx: Any) -> None:
         """Keep the work of a key whose first input, ``item``, started in the synchronous
@@ -731,18 +735,13 @@ class AgentProcessFunction(KeyedProcessFunction):
         works = [w for w in self._active.values() if not w.stored]
         if not works:
             return
-        keys = self.state.keys if self.state is not None else None
-        assert keys is not None  # (deferring needs the barrier hook, which needs keys)
-        previous = keys.current()
-        try:
+        with self._key_put_back() as switch:
             for work in works:
                 if self._active.get(work.key) is not work:
                     continue
                 self._wait_drained(work)
-                keys.switch(work.state_key)
+                switch(work.state_key)
                 yield from self._settle(work, ctx, drain=True)
-        finally:
-            keys.switch(previous)
 
     def _settle(self, work: KeyWork, ctx: Any, drain: bool) -> Iterator[Any]:
         """Commit what ``work``'s key finished, expire what passed its deadline, and forget
