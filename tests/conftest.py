@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,17 @@ def _no_inherited_gateway_block():
     os.environ.pop("PYFLINK_GATEWAY_DISABLED", None)
     yield
     os.environ.pop("PYFLINK_GATEWAY_DISABLED", None)
+
+
+@pytest.fixture(autouse=True)
+def _heap_thawed():
+    """An agent operator's open() freezes this process's heap once (``python.gc-freeze``);
+    a test process outlives many operators and must still collect their reference cycles
+    (tests check that runs free what they made), so the heap is thawed after each test."""
+    yield
+    heap = sys.modules.get("flink_agents.runtime.flink.heap")
+    if heap is not None:
+        heap.thaw()
 
 
 @pytest.fixture(scope="session")

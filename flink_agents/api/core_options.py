@@ -517,6 +517,16 @@ class AgentExecutionOptions:
         description="Flink only: thread (embedded CPython, the default) or process.",
         check=_execution_mode,
     )
+    PYTHON_GC_FREEZE: ConfigOption[bool] = ConfigOption(
+        key="python.gc-freeze",
+        config_type=bool,
+        default=True,
+        description="Flink only: at the first agent operator's open in a Python process, "
+        "collect once and move the objects alive then (modules, plan, resources) out of the "
+        "garbage collector's full collections (gc.freeze): with many calls in flight those "
+        "pause every run for tens of ms every few seconds. Such an object that later becomes "
+        "an unreachable reference cycle is never freed.",
+    )
     PYTHON_PATH: ConfigOption[Any] = ConfigOption(
         key="python.pythonpath",
         default=None,

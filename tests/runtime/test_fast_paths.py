@@ -4,6 +4,7 @@ the PyFlink versions it supports keep them (importing the host with another PyFl
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from pathlib import Path
@@ -18,7 +19,7 @@ from flink_agents.api.core_options import AgentConfiguration  # noqa: E402
 from flink_agents.plan.agent_plan import AgentPlan  # noqa: E402
 from flink_agents.runtime import java as runtime_java  # noqa: E402
 from flink_agents.runtime.flink import _pyflink_internals as internals  # noqa: E402
-from flink_agents.runtime.flink import entry, fast_paths, gated_loop  # noqa: E402
+from flink_agents.runtime.flink import entry, fast_paths, gated_loop, heap  # noqa: E402
 from flink_agents.runtime.flink.function import AgentProcessFunction  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeJavaBackend,
@@ -158,6 +159,7 @@ def test_process_mode_notes_only_its_own_paths(opened, caplog) -> None:
         fast_paths.TIMESTAMP_OPERATOR,
         fast_paths.BORROWED_LOOP,
         fast_paths.BARRIER_HOOK,
+        fast_paths.HEAP_FREEZE,
     }
     assert _not_engaged(caplog) == {}
     assert function.barrier_hook
@@ -239,3 +241,48 @@ def test_pyflink_private_names_are_read_in_the_internals_module_only():
         if private.search(line)
     ]
     assert offenders == []
+
+
+def _tracked(obj: object) -> bool:
+    """Whether the collector's generations hold ``obj`` (frozen objects are in none)."""
+    return any(o is obj for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("thread", [True, False])
+def test_open_freezes_the_startup_heap_once_per_process(opened, caplog, thread) -> None:
+    """What start-up loaded stays out of full collections (python.gc-freeze, the default):
+    objects alive at the first open are frozen; a later open freezes nothing new, and what
+    runs make afterwards is collected as before."""
+    before = [[]]  # a container: tracked by the collector
+    assert _tracked(before)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        opened(_function(), FakeJavaBackend() if thread else FakePythonBackend(), thread=thread)
+    assert fast_paths.HEAP_FREEZE in _engaged(caplog)
+    frozen = gc.get_freeze_count()
+    assert frozen > 10_000  # the modules, the plan, the test session
+    assert not _tracked(before)
+    after = [[]]
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        opened(_function(), FakeJavaBackend() if thread else FakePythonBackend(), thread=thread)
+    assert _tracked(after)
+    assert "frozen by an earlier open" in caplog.text
+    assert gc.get_freeze_count() <= frozen  # (frozen objects still die by refcount)
+    # Cycles made after the freeze are still collected.
+    cycle: list[object] = []
+    cycle.append(cycle)
+    ref = id(cycle)
+    del cycle
+    gc.collect()
+    assert all(id(o) != ref for o in gc.get_objects())
+    heap.thaw()
+    assert gc.get_freeze_count() == 0
+    assert _tracked(before)
+
+
+def test_gc_freeze_off_freezes_nothing_and_does_not_warn(opened, caplog) -> None:
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        opened(_function(**{"python.gc-freeze": "false"}), FakeJavaBackend(), thread=True)
+    assert gc.get_freeze_count() == 0
+    assert fast_paths.HEAP_FREEZE not in _engaged(caplog)
+    assert fast_paths.HEAP_FREEZE not in _not_engaged(caplog)  # INFO, not a WARNING
+    assert "python.gc-freeze is off" in caplog.text

@@ -35,15 +35,28 @@ BORROWED_LOOP = "borrowed-loop"
 #: Process mode: the Python worker's Beam state sampler runs every few ms, so that a bundle's
 #: end does not wait up to 200 ms for it (``_pyflink_internals.shorten_state_sampling``).
 STATE_SAMPLING = "state-sampling"
+#: Full garbage collections skip the objects alive at the first open (``python.gc-freeze``,
+#: ``heap.freeze_startup_heap``).
+HEAP_FREEZE = "heap-freeze"
 
 #: The paths that engage with the bridge jar, by ``python.execution-mode``. Process mode
 #: gets the barrier hook only at the first checkpoint barrier, the state probe only in a job
-#: that started without state.
+#: that started without state. The heap freeze needs no jar (on by default).
 EXPECTED = {
     "thread": frozenset(
-        {LEAN_OPERATION, BATCHES, BARRIER_HOOK, TIMESTAMP_OPERATOR, STATE_PROBE, BORROWED_LOOP}
+        {
+            LEAN_OPERATION,
+            BATCHES,
+            BARRIER_HOOK,
+            TIMESTAMP_OPERATOR,
+            STATE_PROBE,
+            BORROWED_LOOP,
+            HEAP_FREEZE,
+        }
     ),
-    "process": frozenset({TIMESTAMP_OPERATOR, BORROWED_LOOP, STATE_PROBE, STATE_SAMPLING}),
+    "process": frozenset(
+        {TIMESTAMP_OPERATOR, BORROWED_LOOP, STATE_PROBE, STATE_SAMPLING, HEAP_FREEZE}
+    ),
 }
 
 

@@ -32,7 +32,7 @@ from flink_agents.api.core_options import AgentExecutionOptions, ShortTermMemory
 from flink_agents.plan.agent_plan import AgentPlan
 from flink_agents.runtime.approval import drop_response
 from flink_agents.runtime.flink import _pyflink_internals as internals
-from flink_agents.runtime.flink import entry, fast_paths
+from flink_agents.runtime.flink import entry, fast_paths, heap
 from flink_agents.runtime.flink.metric_publisher import FlinkMetrics, FlinkMetricsOptions
 from flink_agents.runtime.flink.output import (
     DEAD_LETTER,
@@ -211,10 +211,30 @@ class AgentProcessFunction(KeyedProcessFunction):
             batch_linger_ms=config.get(AgentExecutionOptions.BATCH_LINGER_MS),
         )
         self._note_open()
+        self._freeze_heap(config.get(AgentExecutionOptions.PYTHON_GC_FREEZE))
         if self._thread_mode and state.keys is not None and state.keys.java:
             # The thread-mode operator binds the function right after open() returns
             # (entry.claim_barrier_hook); until then there is no hook.
             entry.offer(self)
+
+    def _freeze_heap(self, enabled: bool) -> None:
+        """Keep full garbage collections off what start-up loaded (see ``heap``)."""
+        if not enabled:
+            self.note_fast_path(
+                fast_paths.HEAP_FREEZE,
+                False,
+                "python.gc-freeze is off: full garbage collections walk every module and "
+                "plan object too (a pause of every run each time)",
+                warn=False,
+            )
+            return
+        count, now = heap.freeze_startup_heap()
+        self.note_fast_path(
+            fast_paths.HEAP_FREEZE,
+            True,
+            f"{count} objects alive at the first operator's open in this Python process are "
+            "out of full garbage collections" + ("" if now else " (frozen by an earlier open)"),
+        )
 
     def _open_observability(self, runtime_context: RuntimeContext, slot: SlotRuntime) -> None:
         """Metrics to Flink's metric group, the event log (when enabled) to its file."""
