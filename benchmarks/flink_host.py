@@ -214,6 +214,8 @@ def _run(
         "records": marks["out"]["n"],
         "seconds": seconds,
         "rate": marks["out"]["n"] / seconds,
+        # When the operator processed (epoch seconds): the first input in, the last output out.
+        "span": (marks["in"]["first"], marks["out"]["last"]),
         "wall": wall,
         "cpu_ms": cpu * 1e6 / records,  # JVM CPU per 1000 records, whole job (start-up too)
         # Process CPU per record from the first input to the last output (thread mode: the
