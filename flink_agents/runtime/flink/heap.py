@@ -23,8 +23,8 @@ import gc
 import threading
 
 _lock = threading.Lock()
-#: Objects frozen by this module (None: not frozen yet in this process).
-_frozen: int | None = None
+#: Whether this module froze the heap in this process.
+_frozen = False
 
 
 def freeze_startup_heap() -> tuple[int, bool]:
@@ -36,12 +36,12 @@ def freeze_startup_heap() -> tuple[int, bool]:
     """
     global _frozen
     with _lock:
-        if _frozen is not None:
+        if _frozen:
             return gc.get_freeze_count(), False
         gc.collect()
         gc.freeze()
-        _frozen = gc.get_freeze_count()
-        return _frozen, True
+        _frozen = True
+        return gc.get_freeze_count(), True
 
 
 def thaw() -> None:
@@ -49,6 +49,6 @@ def thaw() -> None:
     must collect their cycles)."""
     global _frozen
     with _lock:
-        if _frozen is not None:
+        if _frozen:
             gc.unfreeze()
-            _frozen = None
+            _frozen = False
